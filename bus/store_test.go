@@ -1,0 +1,368 @@
+package bus_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/bus/bustest"
+	"github.com/homeostat/homeostat/object"
+)
+
+func newStore(t *testing.T, c *bus.Conn) *bus.Store {
+	t.Helper()
+	s, err := c.Store(context.Background(), bus.StoreSpec{Bucket: "hs_widgets", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func widget(ns, name string, spec string, labels map[string]string) *object.Object {
+	return &object.Object{
+		APIVersion: "test/v1", Kind: "Widget",
+		Metadata: object.Meta{Name: name, Namespace: ns, Labels: labels},
+		Spec:     json.RawMessage(spec),
+	}
+}
+
+func TestCreateGetUpdate(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, bustest.Conn(t))
+
+	created, err := s.Create(ctx, widget("default", "a", `{"size":1}`, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.Metadata.UID == "" || created.Metadata.Generation != 1 || created.Metadata.CreationTimestamp.IsZero() {
+		t.Fatalf("create did not fill metadata: %+v", created.Metadata)
+	}
+	if _, err := s.Create(ctx, widget("default", "a", `{}`, nil)); !errors.Is(err, bus.ErrAlreadyExists) {
+		t.Fatalf("second create: got %v, want ErrAlreadyExists", err)
+	}
+	got, err := s.Get(ctx, "default.a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(created, got); diff != "" {
+		t.Fatalf("get differs from create (-create +get):\n%s", diff)
+	}
+
+	// A metadata-only change keeps the generation; a spec change moves it.
+	got.Metadata.Labels = map[string]string{"x": "y"}
+	got.Metadata.UID = "forged"
+	up1, err := s.Update(ctx, got, bus.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if up1.Metadata.Generation != 1 || up1.Metadata.UID != created.Metadata.UID {
+		t.Fatalf("label update: generation %d uid %s, want 1 and the original uid", up1.Metadata.Generation, up1.Metadata.UID)
+	}
+	next := up1.Clone()
+	next.Spec = json.RawMessage(`{"size":2}`)
+	up2, err := s.Update(ctx, next, bus.UpdateOptions{Current: up1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if up2.Metadata.Generation != 2 {
+		t.Fatalf("spec update: generation %d, want 2", up2.Metadata.Generation)
+	}
+	// Writing from the old revision is a conflict.
+	if _, err := s.Update(ctx, up1, bus.UpdateOptions{}); !errors.Is(err, bus.ErrConflict) {
+		t.Fatalf("stale update: got %v, want ErrConflict", err)
+	}
+	if _, err := s.Get(ctx, "default.missing"); !errors.Is(err, bus.ErrNotFound) {
+		t.Fatalf("get missing: got %v, want ErrNotFound", err)
+	}
+}
+
+func TestConcurrentUpdatesOneWinner(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, bustest.Conn(t))
+	base, err := s.Create(ctx, widget("default", "race", `{"n":0}`, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers = 20
+	var wg sync.WaitGroup
+	errs := make([]error, writers)
+	start := make(chan struct{})
+	for i := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o := base.Clone()
+			o.Spec = json.RawMessage(fmt.Sprintf(`{"n":%d}`, i+1))
+			<-start
+			_, errs[i] = s.Update(ctx, o, bus.UpdateOptions{Current: base})
+		}()
+	}
+	close(start)
+	wg.Wait()
+	wins, conflicts := 0, 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			wins++
+		case errors.Is(err, bus.ErrConflict):
+			conflicts++
+		default:
+			t.Errorf("unexpected error: %v", err)
+		}
+	}
+	if wins != 1 || conflicts != writers-1 {
+		t.Fatalf("wins=%d conflicts=%d, want 1 and %d", wins, conflicts, writers-1)
+	}
+	final, err := s.Get(ctx, "default.race")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final.Metadata.Generation != 2 {
+		t.Fatalf("generation %d after one winning spec change, want 2", final.Metadata.Generation)
+	}
+}
+
+func TestDeleteWithFinalizersAndRecreate(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, bustest.Conn(t))
+	o := widget("default", "f", `{}`, nil)
+	o.Metadata.Finalizers = []string{"test/hold"}
+	created, err := s.Create(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked, gone, err := s.Delete(ctx, "default.f", bus.DeleteOptions{})
+	if err != nil || gone || marked.Metadata.DeletionTimestamp == nil {
+		t.Fatalf("delete with finalizer: gone=%v err=%v deletionTimestamp=%v", gone, err, marked.Metadata.DeletionTimestamp)
+	}
+	// The update that clears the last finalizer removes the object.
+	marked.Metadata.Finalizers = nil
+	if _, err := s.Update(ctx, marked, bus.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, "default.f"); !errors.Is(err, bus.ErrNotFound) {
+		t.Fatalf("after last finalizer: got %v, want ErrNotFound", err)
+	}
+	again, err := s.Create(ctx, widget("default", "f", `{}`, nil))
+	if err != nil {
+		t.Fatalf("recreate over tombstone: %v", err)
+	}
+	if again.Metadata.UID == created.Metadata.UID {
+		t.Fatal("recreated object kept the old uid")
+	}
+	if _, _, err := s.Delete(ctx, "default.f", bus.DeleteOptions{UID: created.Metadata.UID}); !errors.Is(err, bus.ErrConflict) {
+		t.Fatalf("delete with stale uid precondition: got %v, want ErrConflict", err)
+	}
+	rev, _ := strconv.ParseUint(again.Metadata.ResourceVersion, 10, 64)
+	if _, gone, err := s.Delete(ctx, "default.f", bus.DeleteOptions{Revision: rev}); err != nil || !gone {
+		t.Fatalf("delete at revision: gone=%v err=%v", gone, err)
+	}
+}
+
+func TestListSelectorAndPages(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, bustest.Conn(t))
+	for i := range 7 {
+		tier := "web"
+		if i%2 == 1 {
+			tier = "db"
+		}
+		ns := "a"
+		if i >= 5 {
+			ns = "b"
+		}
+		if _, err := s.Create(ctx, widget(ns, fmt.Sprintf("w%d", i), `{}`, map[string]string{"tier": tier})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := s.Delete(ctx, "a.w0", bus.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sel, err := object.ParseSelector("tier=web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.List(ctx, bus.ListOptions{Selector: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := names(res.Items), []string{"w2", "w4", "w6"}; !cmp.Equal(got, want) {
+		t.Fatalf("tier=web: got %v, want %v", got, want)
+	}
+	res, err = s.List(ctx, bus.ListOptions{Namespace: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := names(res.Items), []string{"w1", "w2", "w3", "w4"}; !cmp.Equal(got, want) {
+		t.Fatalf("namespace a: got %v, want %v", got, want)
+	}
+	var all []string
+	opts := bus.ListOptions{Limit: 2}
+	for page := 0; ; page++ {
+		res, err := s.List(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, names(res.Items)...)
+		if res.Continue == "" {
+			break
+		}
+		if page > 5 {
+			t.Fatal("pagination does not end")
+		}
+		opts.Continue = res.Continue
+	}
+	if want := []string{"w1", "w2", "w3", "w4", "w5", "w6"}; !cmp.Equal(all, want) {
+		t.Fatalf("pages: got %v, want %v", all, want)
+	}
+}
+
+func names(items []*object.Object) []string {
+	out := []string{}
+	for _, o := range items {
+		out = append(out, o.Metadata.Name)
+	}
+	return out
+}
+
+func TestWatchInitialThenUpdatesAndResume(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := newStore(t, bustest.Conn(t))
+	first, err := s.Create(ctx, widget("default", "one", `{}`, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := s.Watch(ctx, bus.WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, ch, bus.Added, "one")
+	expect(t, ch, bus.Synced, "")
+	two, err := s.Create(ctx, widget("default", "two", `{}`, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, ch, bus.Added, "two")
+	two.Metadata.Labels = map[string]string{"k": "v"}
+	if _, err := s.Update(ctx, two, bus.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, ch, bus.Modified, "two")
+	if _, _, err := s.Delete(ctx, "default.one", bus.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ev := expect(t, ch, bus.Deleted, "one")
+	if ev.Object == nil || ev.Object.Metadata.UID != first.Metadata.UID {
+		t.Fatalf("delete event does not carry the last state: %+v", ev.Object)
+	}
+
+	// Resuming after the first create replays the rest, delete included.
+	rev, _ := strconv.ParseUint(first.Metadata.ResourceVersion, 10, 64)
+	resumed, err := s.Watch(ctx, bus.WatchOptions{AfterRevision: rev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, resumed, bus.Modified, "two") // the create of two is superseded by its update
+	expect(t, resumed, bus.Deleted, "one")
+	expect(t, resumed, bus.Synced, "")
+
+	// Compaction of the tombstone makes resuming from before it Gone.
+	n, err := s.Compact(ctx, -time.Second)
+	if err != nil || n != 1 {
+		t.Fatalf("compact: removed %d, err %v; want 1 tombstone", n, err)
+	}
+	if _, err := s.Watch(ctx, bus.WatchOptions{AfterRevision: rev}); !errors.Is(err, bus.ErrGone) {
+		t.Fatalf("resume before compaction: got %v, want ErrGone", err)
+	}
+	if _, err := s.Create(ctx, widget("default", "one", `{}`, nil)); err != nil {
+		t.Fatalf("create after compaction: %v", err)
+	}
+}
+
+func expect(t *testing.T, ch <-chan bus.Event, typ bus.EventType, name string) bus.Event {
+	t.Helper()
+	select {
+	case ev, ok := <-ch:
+		if !ok {
+			t.Fatalf("watch closed, want %s %s", typ, name)
+		}
+		got := ""
+		if ev.Object != nil {
+			got = ev.Object.Metadata.Name
+		}
+		if ev.Type != typ || got != name {
+			t.Fatalf("got %s %q (err %v), want %s %q", ev.Type, got, ev.Err, typ, name)
+		}
+		return ev
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no event within 10s, want %s %s", typ, name)
+	}
+	return bus.Event{}
+}
+
+func TestRestartKeepsObjects(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	c := bustest.ConnAt(t, dir)
+	s := newStore(t, c)
+	created, err := s.Create(ctx, widget("default", "kept", `{"a":1}`, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	s2 := newStore(t, bustest.ConnAt(t, dir))
+	got, err := s2.Get(ctx, "default.kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(created, got); diff != "" {
+		t.Fatalf("after restart (-before +after):\n%s", diff)
+	}
+}
+
+func TestIncompatibleBucketRefused(t *testing.T) {
+	ctx := context.Background()
+	c := bustest.Conn(t)
+	if _, err := c.EnsureBucket(ctx, bus.BucketSpec{Name: "hs_x", TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.EnsureBucket(ctx, bus.BucketSpec{Name: "hs_x", TTL: time.Hour}); err != nil {
+		t.Fatalf("same config twice: %v", err)
+	}
+	_, err := c.EnsureBucket(ctx, bus.BucketSpec{Name: "hs_x"})
+	if !errors.Is(err, bus.ErrIncompatible) {
+		t.Fatalf("different ttl: got %v, want ErrIncompatible", err)
+	}
+}
+
+func TestConcurrentSetup(t *testing.T) {
+	ctx := context.Background()
+	srv := bustest.Conn(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 5)
+	for range 5 {
+		c := bustest.Client(t, srv)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := c.Store(ctx, bus.StoreSpec{Bucket: "hs_shared", Namespaced: true})
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("concurrent setup: %v", err)
+		}
+	}
+}

@@ -1,0 +1,235 @@
+// Package object defines the envelope every Homeostat object shares:
+// apiVersion, kind, metadata, spec and status, in the shape Kubernetes uses,
+// plus the helpers that every layer needs to agree on (keys, owner
+// references, conditions, the Status error body).
+//
+// Spec and status stay raw JSON here so that the envelope serves built-in and
+// custom kinds alike; typed views of built-in kinds decode them.
+package object
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+)
+
+// Object is one stored object of any kind.
+type Object struct {
+	APIVersion string          `json:"apiVersion"`
+	Kind       string          `json:"kind"`
+	Metadata   Meta            `json:"metadata"`
+	Spec       json.RawMessage `json:"spec,omitempty"`
+	Status     json.RawMessage `json:"status,omitempty"`
+}
+
+// Meta is the metadata of an object.
+type Meta struct {
+	Name                       string            `json:"name"`
+	GenerateName               string            `json:"generateName,omitempty"`
+	Namespace                  string            `json:"namespace,omitempty"`
+	UID                        string            `json:"uid,omitempty"`
+	Generation                 int64             `json:"generation,omitempty"`
+	ResourceVersion            string            `json:"resourceVersion,omitempty"`
+	CreationTimestamp          time.Time         `json:"creationTimestamp,omitzero"`
+	DeletionTimestamp          *time.Time        `json:"deletionTimestamp,omitempty"`
+	DeletionGracePeriodSeconds *int64            `json:"deletionGracePeriodSeconds,omitempty"`
+	Labels                     map[string]string `json:"labels,omitempty"`
+	Annotations                map[string]string `json:"annotations,omitempty"`
+	OwnerReferences            []OwnerReference  `json:"ownerReferences,omitempty"`
+	Finalizers                 []string          `json:"finalizers,omitempty"`
+}
+
+// OwnerReference points from a dependent to the object that owns it.
+type OwnerReference struct {
+	APIVersion         string `json:"apiVersion"`
+	Kind               string `json:"kind"`
+	Name               string `json:"name"`
+	UID                string `json:"uid"`
+	Controller         *bool  `json:"controller,omitempty"`
+	BlockOwnerDeletion *bool  `json:"blockOwnerDeletion,omitempty"`
+}
+
+// IsController reports whether the reference marks the managing controller.
+func (r OwnerReference) IsController() bool { return r.Controller != nil && *r.Controller }
+
+// ControllerOf returns the controlling owner reference, if any.
+func (m *Meta) ControllerOf() (OwnerReference, bool) {
+	for _, r := range m.OwnerReferences {
+		if r.IsController() {
+			return r, true
+		}
+	}
+	return OwnerReference{}, false
+}
+
+// HasFinalizer reports whether f is in the finalizer list.
+func (m *Meta) HasFinalizer(f string) bool {
+	for _, x := range m.Finalizers {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+// RemoveFinalizer drops f from the list and reports whether it was there.
+func (m *Meta) RemoveFinalizer(f string) bool {
+	out := m.Finalizers[:0]
+	found := false
+	for _, x := range m.Finalizers {
+		if x == f {
+			found = true
+			continue
+		}
+		out = append(out, x)
+	}
+	m.Finalizers = out
+	if len(m.Finalizers) == 0 {
+		m.Finalizers = nil
+	}
+	return found
+}
+
+// Deleting reports whether deletion has been requested.
+func (m *Meta) Deleting() bool { return m.DeletionTimestamp != nil }
+
+// NewControllerRef builds the owner reference a controller puts on what it creates.
+func NewControllerRef(owner *Object) OwnerReference {
+	t := true
+	return OwnerReference{
+		APIVersion:         owner.APIVersion,
+		Kind:               owner.Kind,
+		Name:               owner.Metadata.Name,
+		UID:                owner.Metadata.UID,
+		Controller:         &t,
+		BlockOwnerDeletion: &t,
+	}
+}
+
+// Clone returns a deep copy, so that a cached object is never mutated.
+func (o *Object) Clone() *Object {
+	if o == nil {
+		return nil
+	}
+	b, err := json.Marshal(o)
+	if err != nil {
+		panic("object: marshal of a decoded object failed: " + err.Error())
+	}
+	var c Object
+	if err := json.Unmarshal(b, &c); err != nil {
+		panic("object: unmarshal of a marshalled object failed: " + err.Error())
+	}
+	return &c
+}
+
+// Key returns the store key of the object: namespace.name, or name.
+func (o *Object) Key() string { return Key(o.Metadata.Namespace, o.Metadata.Name) }
+
+// Key builds a store key from a namespace (empty for cluster-scoped kinds) and a name.
+func Key(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "." + name
+}
+
+// SplitKey is the inverse of Key for namespaced kinds: namespace, name.
+// Cluster-scoped keys (no dot) return an empty namespace. Names of
+// cluster-scoped kinds may hold dots (ResourceDefinition names), so callers
+// that know the scope should use it rather than guess.
+func SplitKey(key string, namespaced bool) (namespace, name string) {
+	if !namespaced {
+		return "", key
+	}
+	i := bytes.IndexByte([]byte(key), '.')
+	if i < 0 {
+		return "", key
+	}
+	return key[:i], key[i+1:]
+}
+
+// DecodeSpec decodes the spec into v; an absent spec leaves v unchanged.
+func (o *Object) DecodeSpec(v any) error {
+	if len(o.Spec) == 0 {
+		return nil
+	}
+	return json.Unmarshal(o.Spec, v)
+}
+
+// DecodeStatus decodes the status into v; an absent status leaves v unchanged.
+func (o *Object) DecodeStatus(v any) error {
+	if len(o.Status) == 0 {
+		return nil
+	}
+	return json.Unmarshal(o.Status, v)
+}
+
+// SetSpec encodes v as the spec.
+func (o *Object) SetSpec(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	o.Spec = b
+	return nil
+}
+
+// SetStatus encodes v as the status.
+func (o *Object) SetStatus(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	o.Status = b
+	return nil
+}
+
+// SameJSON reports whether two JSON documents are semantically equal,
+// ignoring formatting and key order.
+func SameJSON(a, b json.RawMessage) bool {
+	if isNullish(a) || isNullish(b) {
+		return isNullish(a) && isNullish(b)
+	}
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return bytes.Equal(xb, yb)
+}
+
+func isNullish(b json.RawMessage) bool {
+	t := bytes.TrimSpace(b)
+	return len(t) == 0 || bytes.Equal(t, []byte("null")) || bytes.Equal(t, []byte("{}"))
+}
+
+// List is the body of a list response.
+type List struct {
+	APIVersion string    `json:"apiVersion"`
+	Kind       string    `json:"kind"`
+	Metadata   ListMeta  `json:"metadata"`
+	Items      []*Object `json:"items"`
+}
+
+// ListMeta carries the revision a list was read at and the continue token.
+type ListMeta struct {
+	ResourceVersion    string `json:"resourceVersion,omitempty"`
+	Continue           string `json:"continue,omitempty"`
+	RemainingItemCount *int64 `json:"remainingItemCount,omitempty"`
+}
+
+// WatchEvent is one line of a watch stream.
+type WatchEvent struct {
+	Type   string          `json:"type"`
+	Object json.RawMessage `json:"object"`
+}
+
+// Watch event types.
+const (
+	Added    = "ADDED"
+	Modified = "MODIFIED"
+	Deleted  = "DELETED"
+	Bookmark = "BOOKMARK"
+	Error    = "ERROR"
+)
