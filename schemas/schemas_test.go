@@ -104,12 +104,12 @@ spec:
 		got[c.Field] = c.Rule
 	}
 	want := map[string]string{
-		"metadata.name":                       "pattern",
-		"spec.restartPolicy":                  "enum",
-		"spec.containers[0].command":          "minItems",
+		"metadata.name":                             "pattern",
+		"spec.restartPolicy":                        "enum",
+		"spec.containers[0].command":                "minItems",
 		"spec.containers[0].ports[0].containerPort": "maximum",
-		"spec.containers[0].replicas":         "additionalProperties",
-		"spec.containers[1].name":             "required",
+		"spec.containers[0].replicas":               "additionalProperties",
+		"spec.containers[1].name":                   "required",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("causes (-want +got):\n%s", diff)
