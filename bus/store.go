@@ -277,6 +277,11 @@ func (s *Store) Update(ctx context.Context, o *object.Object, opts UpdateOptions
 	if err != nil {
 		return nil, err
 	}
+	// A write that changes nothing is not made: no new revision, no
+	// watch event, no reconcile.
+	if old, err := encode(cur); err == nil && object.SameJSON(old, data) {
+		return cur, nil
+	}
 	nrev, err := s.publish(ctx, key, data, rev, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s %q: %w", s.spec.Bucket, key, err)

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"sigs.k8s.io/yaml"
@@ -22,6 +23,10 @@ import (
 var builtinFS embed.FS
 
 const schemaBase = "https://homeostat.io/schemas/"
+
+// EventTTL is how long an Event lives after its last write, so that events
+// never pile up.
+const EventTTL = time.Hour
 
 // Resource is one kind the API serves.
 type Resource struct {
@@ -34,6 +39,8 @@ type Resource struct {
 	Namespaced bool
 	// Custom marks kinds defined by a ResourceDefinition.
 	Custom bool
+	// TTL, when set, expires objects this long after their last write (Events).
+	TTL time.Duration
 
 	schema *jsonschema.Schema
 	docs   map[string]any // schema documents by URL, for defaulting through $ref
@@ -129,6 +136,9 @@ func New() (*Registry, error) {
 			Group: b.group, Version: b.version, Kind: b.kind, Plural: b.plural,
 			Singular: strings.ToLower(b.kind), ShortNames: b.short, Namespaced: b.namespaced,
 			schema: sch, docs: docs, root: url, check: semanticChecks[b.kind],
+		}
+		if b.kind == "Event" {
+			res.TTL = EventTTL
 		}
 		r.add(res)
 	}

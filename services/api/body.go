@@ -1,0 +1,107 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+
+	"github.com/homeostat/homeostat/manifest"
+	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/schemas"
+)
+
+const mergePatchType = "application/merge-patch+json"
+
+// readBody reads a bounded request body: 413 past the limit, 415 for a
+// media type other than JSON or YAML (or merge patch, where allowed).
+func (s *Service) readBody(r *http.Request, patch bool) ([]byte, *apiError) {
+	ct := r.Header.Get("Content-Type")
+	mt := "application/json"
+	if ct != "" {
+		var err error
+		if mt, _, err = mime.ParseMediaType(ct); err != nil {
+			return nil, newError(http.StatusUnsupportedMediaType, object.ReasonUnsupportedMediaType, "malformed Content-Type %q", ct)
+		}
+	}
+	allowed := map[string]bool{"application/json": !patch, "application/yaml": !patch, "application/x-yaml": !patch,
+		"text/yaml": !patch, mergePatchType: patch}
+	if !allowed[mt] {
+		want := "application/json or application/yaml"
+		if patch {
+			want = mergePatchType
+		}
+		return nil, newError(http.StatusUnsupportedMediaType, object.ReasonUnsupportedMediaType,
+			"Content-Type %q is not supported here; use %s", mt, want)
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, newError(http.StatusRequestEntityTooLarge, object.ReasonRequestEntityTooLarge,
+				"the request body is larger than the limit of %d bytes", s.maxBody)
+		}
+		return nil, badRequest("reading the request body: %v", err)
+	}
+	if len(data) == 0 {
+		return nil, badRequest("the request body is empty")
+	}
+	if mt != "application/json" && mt != mergePatchType {
+		j, err := manifest.ToJSON(data)
+		if err != nil {
+			return nil, badRequest("the request body is not a YAML object: %v", err)
+		}
+		data = j
+	}
+	return data, nil
+}
+
+// decodeObject parses a JSON body into a generic document (for the schema)
+// and an Object (for the store).
+func decodeObject(data []byte) (map[string]any, *apiError) {
+	doc, err := schemas.DecodeJSON(data)
+	if err != nil {
+		return nil, badRequest("the request body is not valid JSON: %v", err)
+	}
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return nil, badRequest("the request body must be a JSON object")
+	}
+	return m, nil
+}
+
+func toObject(doc map[string]any) (*object.Object, *apiError) {
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil, badRequest("re-encoding the object: %v", err)
+	}
+	var o object.Object
+	if err := json.Unmarshal(b, &o); err != nil {
+		return nil, badRequest("the object does not fit the envelope: %v", err)
+	}
+	return &o, nil
+}
+
+func toDoc(o *object.Object) (map[string]any, *apiError) {
+	b, err := json.Marshal(o)
+	if err != nil {
+		return nil, newError(http.StatusInternalServerError, object.ReasonInternalError, "encoding: %v", err)
+	}
+	return decodeObject(b)
+}
+
+// mergePatch applies an RFC 7386 JSON merge patch to an object.
+func mergePatch(cur *object.Object, patch []byte) (map[string]any, *apiError) {
+	b, err := json.Marshal(cur)
+	if err != nil {
+		return nil, newError(http.StatusInternalServerError, object.ReasonInternalError, "encoding: %v", err)
+	}
+	out, err := jsonpatch.MergePatch(b, patch)
+	if err != nil {
+		return nil, badRequest("the merge patch cannot be applied: %v", err)
+	}
+	return decodeObject(out)
+}

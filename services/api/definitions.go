@@ -1,0 +1,112 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/schemas"
+)
+
+// watchDefinitions keeps this replica's registry in step with the
+// ResourceDefinitions in the store, so that every replica serves a custom
+// kind as soon as it is defined and stops when it is deleted. The service
+// is ready once the initial definitions are registered.
+func (s *Service) watchDefinitions(ctx context.Context) error {
+	defs := s.reg.MustLookup("homeostat.io", "resourcedefinitions")
+	st, err := s.storeFor(ctx, defs)
+	if err != nil {
+		return err
+	}
+	for ctx.Err() == nil {
+		ch, err := st.Watch(ctx, bus.WatchOptions{})
+		if err != nil {
+			s.log.Warn("watching ResourceDefinitions", "err", err)
+			if !sleep(ctx, time.Second) {
+				break
+			}
+			continue
+		}
+		for ev := range ch {
+			s.applyDefinition(ev)
+		}
+		s.ready.Store(false)
+	}
+	return nil
+}
+
+func (s *Service) applyDefinition(ev bus.Event) {
+	switch ev.Type {
+	case bus.Synced:
+		s.ready.Store(true)
+	case bus.Added, bus.Modified:
+		if ev.Object.Metadata.Deleting() {
+			s.unregister(ev.Object)
+			return
+		}
+		if _, err := s.reg.Register(ev.Object); err != nil {
+			s.log.Warn("ResourceDefinition not served", "name", ev.Object.Metadata.Name, "err", err)
+		}
+	case bus.Deleted:
+		if ev.Object != nil {
+			s.unregister(ev.Object)
+		}
+	case bus.Failed:
+		s.log.Warn("ResourceDefinition watch", "err", ev.Err)
+	}
+}
+
+func (s *Service) unregister(def *object.Object) {
+	var spec schemas.DefinitionSpec
+	if err := def.DecodeSpec(&spec); err == nil {
+		s.reg.Unregister(spec.Group, spec.Plural)
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// afterWrite applies what a write means beyond the store: a written
+// ResourceDefinition is served by this replica before the response goes out.
+func (s *Service) afterWrite(r *http.Request, ref *resourceRef, o *object.Object) {
+	if ref.res.Custom || ref.res.Kind != "ResourceDefinition" {
+		return
+	}
+	if _, err := s.reg.Register(o); err != nil {
+		s.log.Warn("ResourceDefinition not served", "name", o.Metadata.Name, "err", err)
+	}
+}
+
+// afterDelete: a deleted ResourceDefinition stops being served, and its
+// objects go with it.
+func (s *Service) afterDelete(r *http.Request, ref *resourceRef, o *object.Object) {
+	if ref.res.Custom || ref.res.Kind != "ResourceDefinition" {
+		return
+	}
+	var spec schemas.DefinitionSpec
+	if err := o.DecodeSpec(&spec); err != nil {
+		return
+	}
+	res, ok := s.reg.Lookup(spec.Group, spec.Version, spec.Plural)
+	s.reg.Unregister(spec.Group, spec.Plural)
+	if ok {
+		if err := s.bus.DropStore(r.Context(), res.Bucket()); err != nil {
+			s.log.Warn("dropping the objects of a deleted kind", "kind", res.GroupResource(), "err", err)
+		}
+	}
+}
+
+// prepareDelete is where deletion policy is applied before the store acts.
+func (s *Service) prepareDelete(r *http.Request, ref *resourceRef, policy string, opts *bus.DeleteOptions) *apiError {
+	return nil
+}

@@ -1,0 +1,104 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/schemas"
+)
+
+// apiError is an error that knows its HTTP status and reason.
+type apiError struct {
+	code    int
+	reason  string
+	message string
+	details *object.StatusDetails
+}
+
+func (e *apiError) Error() string { return e.message }
+
+func newError(code int, reason, format string, args ...any) *apiError {
+	return &apiError{code: code, reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+func badRequest(format string, args ...any) *apiError {
+	return newError(http.StatusBadRequest, object.ReasonBadRequest, format, args...)
+}
+
+func notFound(res *resourceRef, name string) *apiError {
+	e := newError(http.StatusNotFound, object.ReasonNotFound, "%s %q not found", res.groupResource(), name)
+	e.details = &object.StatusDetails{Name: name, Group: res.group, Kind: res.plural}
+	return e
+}
+
+// invalid turns a validation failure into 422 with one cause per field.
+func invalid(res *resourceRef, inv *schemas.Invalid) *apiError {
+	e := newError(http.StatusUnprocessableEntity, object.ReasonInvalid, "%s %q is invalid", res.kind(), inv.Name)
+	e.details = &object.StatusDetails{Name: inv.Name, Group: res.group, Kind: res.kind()}
+	for _, c := range inv.Causes {
+		e.details.Causes = append(e.details.Causes, object.StatusCause{
+			Type: c.Rule, Field: c.Field, Message: fmt.Sprintf("%s: %s", c.Field, c.Message),
+		})
+	}
+	return e
+}
+
+// invalidField is a 422 for a single rule checked outside the schema.
+func invalidField(res *resourceRef, name, field, rule, msg string) *apiError {
+	return invalid(res, &schemas.Invalid{Kind: res.kind(), Name: name, Causes: []schemas.Cause{{Field: field, Rule: rule, Message: msg}}})
+}
+
+// storeError maps a bus error to the status a client needs.
+func storeError(res *resourceRef, name string, err error) *apiError {
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.Is(err, bus.ErrNotFound):
+		return notFound(res, name)
+	case errors.Is(err, bus.ErrAlreadyExists):
+		e := newError(http.StatusConflict, object.ReasonAlreadyExists, "%s %q already exists", res.groupResource(), name)
+		e.details = &object.StatusDetails{Name: name, Group: res.group, Kind: res.plural}
+		return e
+	case errors.Is(err, bus.ErrConflict):
+		e := newError(http.StatusConflict, object.ReasonConflict,
+			"Operation cannot be fulfilled on %s %q: the object has been modified; please apply your changes to the latest version and try again",
+			res.groupResource(), name)
+		e.details = &object.StatusDetails{Name: name, Group: res.group, Kind: res.plural}
+		return e
+	case errors.Is(err, bus.ErrGone):
+		return newError(http.StatusGone, object.ReasonGone, "%v; list again to get a current resourceVersion", err)
+	case errors.Is(err, bus.ErrInvalid):
+		return badRequest("%v", err)
+	case errors.Is(err, bus.ErrUnavailable):
+		return newError(http.StatusServiceUnavailable, object.ReasonServiceUnavailable, "the store is unavailable: %v", err)
+	case errors.Is(err, context.Canceled):
+		return newError(499, object.ReasonBadRequest, "request canceled")
+	}
+	return newError(http.StatusInternalServerError, object.ReasonInternalError, "%v", err)
+}
+
+func writeStatus(w http.ResponseWriter, log *slog.Logger, e *apiError) {
+	if e.code >= 500 {
+		log.Error("request failed", "code", e.code, "err", e.message)
+	}
+	st := object.Status{
+		APIVersion: "v1", Kind: "Status", Status: "Failure",
+		Message: e.message, Reason: e.reason, Details: e.details, Code: e.code,
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(e.code)
+	_ = json.NewEncoder(w).Encode(st)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}

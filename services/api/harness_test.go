@@ -1,0 +1,116 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/bus/bustest"
+	"github.com/homeostat/homeostat/client"
+	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/services/api"
+)
+
+// startAPI runs an API service over conn on a random port and returns its base URL.
+func startAPI(t *testing.T, conn *bus.Conn, mutate ...func(*api.Config)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := api.Config{Bus: conn, Listener: ln, CompactEvery: time.Hour}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	svc, err := api.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("api run: %v", err)
+		}
+	})
+	base := "http://" + ln.Addr().String()
+	waitFor(t, "api ready", func() bool {
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return base
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+type response struct {
+	code   int
+	body   []byte
+	status object.Status
+	obj    object.Object
+}
+
+func call(t *testing.T, method, url, contentType, body string) response {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := response{code: resp.StatusCode, body: b}
+	if resp.StatusCode/100 != 2 {
+		if err := json.Unmarshal(b, &r.status); err != nil || r.status.Kind != "Status" {
+			t.Fatalf("%s %s: error body is not a Status: %s", method, url, b)
+		}
+	} else {
+		_ = json.Unmarshal(b, &r.obj)
+	}
+	return r
+}
+
+func mustCode(t *testing.T, r response, code int, reason string) {
+	t.Helper()
+	if r.code != code || (reason != "" && r.status.Reason != reason) {
+		t.Fatalf("got %d %s (%s), want %d %s", r.code, r.status.Reason, r.body, code, reason)
+	}
+}
+
+func newClient(base string) *client.Client { return client.New(base, nil) }
+
+func conn(t *testing.T) *bus.Conn { return bustest.Conn(t) }

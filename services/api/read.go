@@ -1,0 +1,231 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/object"
+)
+
+func (s *Service) get(w http.ResponseWriter, r *http.Request, ref *resourceRef) *apiError {
+	o, err := ref.store.Get(r.Context(), ref.key())
+	if err != nil {
+		return storeError(ref, ref.name, err)
+	}
+	writeJSON(w, http.StatusOK, o)
+	return nil
+}
+
+// filters are the label and field selectors of a list or watch.
+type filters struct {
+	labels object.Selector
+	fields []fieldReq
+}
+
+type fieldReq struct {
+	path []string
+	val  string
+	neg  bool
+}
+
+func parseFilters(r *http.Request) (filters, *apiError) {
+	q := r.URL.Query()
+	var f filters
+	sel, err := object.ParseSelector(q.Get("labelSelector"))
+	if err != nil {
+		return f, badRequest("labelSelector: %v", err)
+	}
+	f.labels = sel
+	for _, part := range strings.Split(q.Get("fieldSelector"), ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		req := fieldReq{}
+		k, v, ok := strings.Cut(part, "!=")
+		if ok {
+			req.neg = true
+		} else if k, v, ok = strings.Cut(part, "=="); !ok {
+			if k, v, ok = strings.Cut(part, "="); !ok {
+				return f, badRequest("fieldSelector %q: expected field=value or field!=value", part)
+			}
+		}
+		req.path, req.val = strings.Split(strings.TrimSpace(k), "."), strings.TrimSpace(v)
+		f.fields = append(f.fields, req)
+	}
+	return f, nil
+}
+
+func (f filters) match(o *object.Object) bool {
+	if !f.labels.Matches(o.Metadata.Labels) {
+		return false
+	}
+	if len(f.fields) == 0 {
+		return true
+	}
+	b, _ := json.Marshal(o)
+	var doc map[string]any
+	_ = json.Unmarshal(b, &doc)
+	for _, req := range f.fields {
+		var cur any = doc
+		for _, p := range req.path {
+			m, _ := cur.(map[string]any)
+			cur = m[p]
+		}
+		got := ""
+		if cur != nil {
+			got = fmt.Sprint(cur)
+		}
+		if (got == req.val) == req.neg {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Service) list(w http.ResponseWriter, r *http.Request, ref *resourceRef) *apiError {
+	f, e := parseFilters(r)
+	if e != nil {
+		return e
+	}
+	q := r.URL.Query()
+	limit := 0
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return badRequest("limit=%q must be a non-negative integer", v)
+		}
+		limit = n
+	}
+	opts := bus.ListOptions{Namespace: ref.namespace, Selector: f.labels, Limit: limit, Continue: q.Get("continue")}
+	if len(f.fields) > 0 {
+		// Field selection happens here, so paging must too.
+		opts.Selector, opts.Limit = object.Selector{}, 0
+	}
+	res, err := ref.store.List(r.Context(), opts)
+	if err != nil {
+		return storeError(ref, "", err)
+	}
+	items := res.Items
+	if len(f.fields) > 0 {
+		items = items[:0]
+		for _, o := range res.Items {
+			if f.match(o) {
+				items = append(items, o)
+			}
+		}
+	}
+	if items == nil {
+		items = []*object.Object{}
+	}
+	out := object.List{
+		APIVersion: ref.res.APIVersion(), Kind: ref.res.Kind + "List",
+		Metadata: object.ListMeta{ResourceVersion: strconv.FormatUint(res.Revision, 10), Continue: res.Continue},
+		Items:    items,
+	}
+	if res.Continue != "" {
+		out.Metadata.RemainingItemCount = &res.Remaining
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// watch streams newline-delimited events. resourceVersion "" or "0" starts
+// with the current objects as ADDED; N resumes with changes after N, or
+// answers 410 Gone when deletes after N have been compacted away.
+func (s *Service) watch(w http.ResponseWriter, r *http.Request, ref *resourceRef) *apiError {
+	f, e := parseFilters(r)
+	if e != nil {
+		return e
+	}
+	q := r.URL.Query()
+	after, err := bus.Revision(q.Get("resourceVersion"))
+	if err != nil {
+		return badRequest("%v", err)
+	}
+	ctx := r.Context()
+	if v := q.Get("timeoutSeconds"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return badRequest("timeoutSeconds=%q must be a non-negative integer", v)
+		}
+		if n > 0 {
+			var cancel func()
+			ctx, cancel = context.WithTimeout(ctx, time.Duration(n)*time.Second)
+			defer cancel()
+		}
+	}
+	opts := bus.WatchOptions{Namespace: ref.namespace, AfterRevision: after}
+	if ref.name != "" {
+		opts.Key = ref.key()
+	}
+	ch, err := ref.store.Watch(ctx, opts)
+	if err != nil {
+		return storeError(ref, ref.name, err)
+	}
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Transfer-Encoding", "chunked")
+	w.WriteHeader(http.StatusOK)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	enc := json.NewEncoder(w)
+	// Objects that stop matching the selector are reported as DELETED, as
+	// Kubernetes does, so a client's view of the selection stays right.
+	sent := map[string]bool{}
+	for ev := range ch {
+		typ, obj := s.watchEvent(ev, f, sent, after > 0)
+		if typ == "" {
+			continue
+		}
+		raw, _ := json.Marshal(obj)
+		if err := enc.Encode(object.WatchEvent{Type: typ, Object: raw}); err != nil {
+			return nil
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	return nil
+}
+
+// watchEvent maps a store event to what the client sees. sent tracks the
+// keys the client holds; a resumed watch cannot know them, so it passes
+// deletes through and reports objects leaving the selection as deleted.
+func (s *Service) watchEvent(ev bus.Event, f filters, sent map[string]bool, resumed bool) (string, any) {
+	switch ev.Type {
+	case bus.Failed:
+		st := object.Status{APIVersion: "v1", Kind: "Status", Status: "Failure", Code: http.StatusInternalServerError,
+			Reason: object.ReasonInternalError, Message: fmt.Sprint(ev.Err)}
+		return object.Error, st
+	case bus.Synced:
+		return "", nil
+	case bus.Deleted:
+		known := sent[ev.Key] || resumed
+		delete(sent, ev.Key)
+		if !known || ev.Object == nil {
+			return "", nil
+		}
+		return object.Deleted, ev.Object
+	}
+	if !f.match(ev.Object) {
+		if sent[ev.Key] || (resumed && ev.Type == bus.Modified) {
+			delete(sent, ev.Key)
+			return object.Deleted, ev.Object
+		}
+		return "", nil
+	}
+	typ := object.Added
+	if sent[ev.Key] || (resumed && ev.Type == bus.Modified) {
+		typ = object.Modified
+	}
+	sent[ev.Key] = true
+	return typ, ev.Object
+}

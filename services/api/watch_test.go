@@ -1,0 +1,111 @@
+package api_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/object"
+)
+
+type watchStream struct {
+	t      *testing.T
+	events chan object.WatchEvent
+}
+
+func openWatch(t *testing.T, url string) *watchStream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("watch %s: HTTP %d", url, resp.StatusCode)
+	}
+	w := &watchStream{t: t, events: make(chan object.WatchEvent, 100)}
+	go func() {
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			var ev object.WatchEvent
+			if json.Unmarshal(sc.Bytes(), &ev) == nil {
+				w.events <- ev
+			}
+		}
+	}()
+	return w
+}
+
+func (w *watchStream) next(typ, name string) object.Object {
+	w.t.Helper()
+	select {
+	case ev := <-w.events:
+		var o object.Object
+		_ = json.Unmarshal(ev.Object, &o)
+		if ev.Type != typ || o.Metadata.Name != name {
+			w.t.Fatalf("got %s %s, want %s %s", ev.Type, o.Metadata.Name, typ, name)
+		}
+		return o
+	case <-time.After(10 * time.Second):
+		w.t.Fatalf("no watch event, want %s %s", typ, name)
+	}
+	return object.Object{}
+}
+
+func TestWatchStreamResumeAndGone(t *testing.T) {
+	c := conn(t)
+	base := startAPI(t, c)
+	pods := base + "/api/v1/namespaces/default/pods"
+	pod := func(name string) string {
+		return `{"metadata":{"name":"` + name + `","labels":{"app":"w"}},"spec":{"containers":[{"name":"c","command":["x"]}]}}`
+	}
+	mustCode(t, call(t, "POST", pods, "", pod("a")), http.StatusCreated, "")
+
+	w := openWatch(t, pods+"?watch=1")
+	w.next(object.Added, "a")
+	created := call(t, "POST", pods, "", pod("b"))
+	w.next(object.Added, "b")
+	mustCode(t, call(t, "PATCH", pods+"/b", "application/merge-patch+json", `{"metadata":{"labels":{"x":"1"}}}`), http.StatusOK, "")
+	w.next(object.Modified, "b")
+	mustCode(t, call(t, "DELETE", pods+"/a", "", ""), http.StatusOK, "")
+	w.next(object.Deleted, "a")
+
+	// A watch filtered by labels sees an object leave the selection as DELETED.
+	sel := openWatch(t, pods+"?watch=true&labelSelector=x%3D1")
+	sel.next(object.Added, "b")
+	mustCode(t, call(t, "PATCH", pods+"/b", "application/merge-patch+json", `{"metadata":{"labels":{"x":"2"}}}`), http.StatusOK, "")
+	sel.next(object.Deleted, "b")
+
+	// Resuming from the create of b replays what followed, delete included.
+	resumed := openWatch(t, pods+"?watch=1&resourceVersion="+created.obj.Metadata.ResourceVersion)
+	resumed.next(object.Deleted, "a")
+	resumed.next(object.Modified, "b")
+
+	// Once the tombstone of a is compacted, resuming from before it is 410 Gone.
+	st, err := c.Store(context.Background(), bus.StoreSpec{Bucket: "hs_pods", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := st.Compact(context.Background(), -time.Second); err != nil || n != 1 {
+		t.Fatalf("compact: %d, %v", n, err)
+	}
+	r := call(t, "GET", pods+"?watch=1&resourceVersion="+created.obj.Metadata.ResourceVersion, "", "")
+	mustCode(t, r, http.StatusGone, object.ReasonGone)
+	// A fresh list gives a resourceVersion that resumes fine.
+	var l object.List
+	_ = json.Unmarshal(call(t, "GET", pods, "", "").body, &l)
+	if _, err := strconv.Atoi(l.Metadata.ResourceVersion); err != nil {
+		t.Fatalf("list resourceVersion %q", l.Metadata.ResourceVersion)
+	}
+	again := openWatch(t, pods+"?watch=1&resourceVersion="+l.Metadata.ResourceVersion)
+	mustCode(t, call(t, "POST", pods, "", pod("c")), http.StatusCreated, "")
+	again.next(object.Added, "c")
+}

@@ -1,0 +1,265 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/object"
+)
+
+func (s *Service) create(w http.ResponseWriter, r *http.Request, ref *resourceRef) *apiError {
+	dry, e := dryRun(r)
+	if e != nil {
+		return e
+	}
+	data, e := s.readBody(r, false)
+	if e != nil {
+		return e
+	}
+	doc, e := decodeObject(data)
+	if e != nil {
+		return e
+	}
+	if e := normalize(ref, doc); e != nil {
+		return e
+	}
+	o, e := toObject(doc)
+	if e != nil {
+		return e
+	}
+	if o.Metadata.Name == "" && o.Metadata.GenerateName == "" {
+		return invalidField(ref, "", "metadata.name", "required", "metadata.name or metadata.generateName is required")
+	}
+	if o.Metadata.ResourceVersion != "" {
+		return badRequest("metadata.resourceVersion must not be set on create")
+	}
+	// Status is written through the status subresource, by whoever observes it.
+	o.Status = nil
+	o.Metadata.UID, o.Metadata.Generation = "", 0
+	o.Metadata.DeletionTimestamp, o.Metadata.DeletionGracePeriodSeconds = nil, nil
+	if o, e = check(ref, o); e != nil {
+		return e
+	}
+	if e := s.namespaceOpen(r.Context(), ref, o.Metadata.Namespace); e != nil {
+		return e
+	}
+	if dry {
+		writeJSON(w, http.StatusCreated, o)
+		return nil
+	}
+	created, err := ref.store.Create(r.Context(), o)
+	if err != nil {
+		return storeError(ref, o.Metadata.Name, err)
+	}
+	s.afterWrite(r, ref, created)
+	writeJSON(w, http.StatusCreated, created)
+	return nil
+}
+
+func (s *Service) update(w http.ResponseWriter, r *http.Request, ref *resourceRef) *apiError {
+	dry, e := dryRun(r)
+	if e != nil {
+		return e
+	}
+	data, e := s.readBody(r, false)
+	if e != nil {
+		return e
+	}
+	doc, e := decodeObject(data)
+	if e != nil {
+		return e
+	}
+	if e := normalize(ref, doc); e != nil {
+		return e
+	}
+	in, e := toObject(doc)
+	if e != nil {
+		return e
+	}
+	cur, err := ref.store.Get(r.Context(), ref.key())
+	if err != nil {
+		return storeError(ref, ref.name, err)
+	}
+	return s.replace(w, r, ref, cur, in, dry)
+}
+
+// replace writes in over cur: the whole object but its status, or only the
+// status on the status subresource. An empty resourceVersion means "the
+// latest", as Kubernetes allows for an unconditional update.
+func (s *Service) replace(w http.ResponseWriter, r *http.Request, ref *resourceRef, cur, in *object.Object, dry bool) *apiError {
+	n := in
+	if ref.sub == "status" {
+		n = cur.Clone()
+		n.Status = in.Status
+		n.Metadata.ResourceVersion = in.Metadata.ResourceVersion
+	} else {
+		n.Status = cur.Status
+	}
+	if n.Metadata.ResourceVersion == "" {
+		n.Metadata.ResourceVersion = cur.Metadata.ResourceVersion
+	}
+	if n.Metadata.UID != "" && n.Metadata.UID != cur.Metadata.UID {
+		return storeError(ref, ref.name, bus.ErrConflict)
+	}
+	n, e := check(ref, n)
+	if e != nil {
+		return e
+	}
+	if dry {
+		writeJSON(w, http.StatusOK, n)
+		return nil
+	}
+	updated, err := ref.store.Update(r.Context(), n, bus.UpdateOptions{Current: cur})
+	if err != nil {
+		return storeError(ref, ref.name, err)
+	}
+	s.afterWrite(r, ref, updated)
+	writeJSON(w, http.StatusOK, updated)
+	return nil
+}
+
+func (s *Service) patch(w http.ResponseWriter, r *http.Request, ref *resourceRef) *apiError {
+	dry, e := dryRun(r)
+	if e != nil {
+		return e
+	}
+	data, e := s.readBody(r, true)
+	if e != nil {
+		return e
+	}
+	var probe struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return badRequest("the merge patch is not valid JSON: %v", err)
+	}
+	// Without a resourceVersion in the patch, a patch is re-applied to the
+	// latest version on conflict, as in Kubernetes.
+	for attempt := 0; ; attempt++ {
+		cur, err := ref.store.Get(r.Context(), ref.key())
+		if err != nil {
+			return storeError(ref, ref.name, err)
+		}
+		doc, e := mergePatch(cur, data)
+		if e != nil {
+			return e
+		}
+		if e := normalize(ref, doc); e != nil {
+			return e
+		}
+		in, e := toObject(doc)
+		if e != nil {
+			return e
+		}
+		rec := &captureWriter{header: http.Header{}}
+		e = s.replace(rec, r, ref, cur, in, dry)
+		if e != nil && e.reason == object.ReasonConflict && probe.Metadata.ResourceVersion == "" && attempt < 5 {
+			continue
+		}
+		if e != nil {
+			return e
+		}
+		rec.flush(w)
+		return nil
+	}
+}
+
+func (s *Service) delete(w http.ResponseWriter, r *http.Request, ref *resourceRef) *apiError {
+	q := r.URL.Query()
+	dry, e := dryRun(r)
+	if e != nil {
+		return e
+	}
+	var body struct {
+		GracePeriodSeconds *int64 `json:"gracePeriodSeconds"`
+		PropagationPolicy  string `json:"propagationPolicy"`
+		DryRun             []string
+		Preconditions      struct {
+			UID             string `json:"uid"`
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"preconditions"`
+	}
+	if r.ContentLength != 0 && r.Body != nil {
+		data, e := s.readBody(r, false)
+		if e == nil {
+			if err := json.Unmarshal(data, &body); err != nil {
+				return badRequest("the delete options are not valid JSON: %v", err)
+			}
+		} else if e.reason != object.ReasonBadRequest || r.ContentLength > 0 {
+			return e
+		}
+	}
+	if len(body.DryRun) == 1 && body.DryRun[0] == "All" {
+		dry = true
+	}
+	opts := bus.DeleteOptions{UID: body.Preconditions.UID, GracePeriodSeconds: body.GracePeriodSeconds}
+	if v := q.Get("gracePeriodSeconds"); v != "" {
+		g, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || g < 0 {
+			return badRequest("gracePeriodSeconds=%q must be a non-negative integer", v)
+		}
+		opts.GracePeriodSeconds = &g
+	}
+	if rv := body.Preconditions.ResourceVersion; rv != "" {
+		rev, err := bus.Revision(rv)
+		if err != nil {
+			return badRequest("%v", err)
+		}
+		opts.Revision = rev
+	}
+	policy := body.PropagationPolicy
+	if v := q.Get("propagationPolicy"); v != "" {
+		policy = v
+	}
+	switch policy {
+	case "", "Background", "Foreground", "Orphan":
+	default:
+		return badRequest("propagationPolicy %q is not one of Background, Foreground, Orphan", policy)
+	}
+	if dry {
+		cur, err := ref.store.Get(r.Context(), ref.key())
+		if err != nil {
+			return storeError(ref, ref.name, err)
+		}
+		writeJSON(w, http.StatusOK, cur)
+		return nil
+	}
+	if e := s.prepareDelete(r, ref, policy, &opts); e != nil {
+		return e
+	}
+	o, gone, err := ref.store.Delete(r.Context(), ref.key(), opts)
+	if err != nil {
+		return storeError(ref, ref.name, err)
+	}
+	if gone {
+		s.afterDelete(r, ref, o)
+	}
+	writeJSON(w, http.StatusOK, o)
+	return nil
+}
+
+// captureWriter holds a response until the handler knows it will not retry.
+type captureWriter struct {
+	header http.Header
+	code   int
+	body   []byte
+}
+
+func (c *captureWriter) Header() http.Header         { return c.header }
+func (c *captureWriter) WriteHeader(code int)        { c.code = code }
+func (c *captureWriter) Write(b []byte) (int, error) { c.body = append(c.body, b...); return len(b), nil }
+func (c *captureWriter) flush(w http.ResponseWriter) {
+	for k, v := range c.header {
+		w.Header()[k] = v
+	}
+	if c.code == 0 {
+		c.code = http.StatusOK
+	}
+	w.WriteHeader(c.code)
+	_, _ = w.Write(c.body)
+}
+
