@@ -57,8 +57,8 @@ func (s *Status) Error() string {
 	b.WriteString(s.Message)
 	for _, c := range s.Details.Causes {
 		fmt.Fprintf(&b, "\n  - %s", c.Message)
-		if c.Field != "" {
-			fmt.Fprintf(&b, " (field %s, rule %s)", c.Field, c.Type)
+		if c.Type != "" {
+			fmt.Fprintf(&b, " [rule: %s]", c.Type)
 		}
 	}
 	return b.String()

@@ -35,8 +35,12 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request, ref *resourceRe
 	if o.Metadata.ResourceVersion != "" {
 		return badRequest("metadata.resourceVersion must not be set on create")
 	}
-	// Status is written through the status subresource, by whoever observes it.
+	// Status is written through the status subresource, by whoever observes
+	// it; a new namespace starts Active.
 	o.Status = nil
+	if !ref.res.Custom && ref.res.Kind == "Namespace" {
+		o.Status = []byte(`{"phase":"Active"}`)
+	}
 	o.Metadata.UID, o.Metadata.Generation = "", 0
 	o.Metadata.DeletionTimestamp, o.Metadata.DeletionGracePeriodSeconds = nil, nil
 	if o, e = check(ref, o); e != nil {
@@ -249,9 +253,12 @@ type captureWriter struct {
 	body   []byte
 }
 
-func (c *captureWriter) Header() http.Header         { return c.header }
-func (c *captureWriter) WriteHeader(code int)        { c.code = code }
-func (c *captureWriter) Write(b []byte) (int, error) { c.body = append(c.body, b...); return len(b), nil }
+func (c *captureWriter) Header() http.Header  { return c.header }
+func (c *captureWriter) WriteHeader(code int) { c.code = code }
+func (c *captureWriter) Write(b []byte) (int, error) {
+	c.body = append(c.body, b...)
+	return len(b), nil
+}
 func (c *captureWriter) flush(w http.ResponseWriter) {
 	for k, v := range c.header {
 		w.Header()[k] = v
@@ -262,4 +269,3 @@ func (c *captureWriter) flush(w http.ResponseWriter) {
 	w.WriteHeader(c.code)
 	_, _ = w.Write(c.body)
 }
-

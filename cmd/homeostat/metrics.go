@@ -1,0 +1,9 @@
+package main
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+func metricsHandler() http.Handler { return promhttp.Handler() }

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/services/api"
+	"github.com/homeostat/homeostat/tracing"
+)
+
+// busFlags say how a server role reaches an external NATS deployment.
+type busFlags struct {
+	urls     string
+	creds    string
+	tlsCA    string
+	tlsCert  string
+	tlsKey   string
+	replicas int
+}
+
+func (b *busFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&b.urls, "nats", envOr("HOMEOSTAT_NATS", "nats://127.0.0.1:4222"), "NATS server URLs, comma-separated ($HOMEOSTAT_NATS)")
+	fs.StringVar(&b.creds, "nats-creds", "", "NATS credentials file")
+	fs.StringVar(&b.tlsCA, "nats-tls-ca", "", "CA bundle that signs the NATS servers' certificates")
+	fs.StringVar(&b.tlsCert, "nats-tls-cert", "", "client certificate for NATS (with --nats-tls-key)")
+	fs.StringVar(&b.tlsKey, "nats-tls-key", "", "client key for NATS")
+	fs.IntVar(&b.replicas, "replicas", 1, "replicas of every bucket and stream (3 in a 3-node cluster)")
+}
+
+func (b *busFlags) connect(ctx context.Context, name string, log *slog.Logger) (*bus.Conn, error) {
+	cfg := bus.Config{URLs: b.urls, CredsFile: b.creds, Replicas: b.replicas, Name: name, Logger: log}
+	if b.tlsCA != "" || b.tlsCert != "" {
+		tc := &tls.Config{MinVersion: tls.VersionTLS12}
+		if b.tlsCA != "" {
+			pem, err := os.ReadFile(b.tlsCA)
+			if err != nil {
+				return nil, fmt.Errorf("--nats-tls-ca: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("--nats-tls-ca: no certificates in %s", b.tlsCA)
+			}
+			tc.RootCAs = pool
+		}
+		if b.tlsCert != "" {
+			cert, err := tls.LoadX509KeyPair(b.tlsCert, b.tlsKey)
+			if err != nil {
+				return nil, fmt.Errorf("--nats-tls-cert/--nats-tls-key: %w", err)
+			}
+			tc.Certificates = []tls.Certificate{cert}
+		}
+		cfg.TLS = tc
+	}
+	return bus.Connect(ctx, cfg)
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// withTracing runs fn with the process's tracer provider installed.
+func withTracing(ctx context.Context, service string, fn func() error) error {
+	shutdown, err := tracing.Setup(ctx, tracing.Options{Service: service})
+	if err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
+	defer func() { _ = shutdown(context.WithoutCancel(ctx)) }()
+	return fn()
+}
+
+func newAPI(g *globals) *cobra.Command {
+	var bf busFlags
+	var listen string
+	cmd := &cobra.Command{
+		Use:   "api",
+		Short: "Run the HTTP API against an external NATS deployment",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			log := g.logger()
+			return withTracing(ctx, "homeostat-api", func() error {
+				conn, err := bf.connect(ctx, "homeostat-api", log)
+				if err != nil {
+					return err
+				}
+				defer conn.Close()
+				svc, err := api.New(api.Config{Bus: conn, Listen: listen, Logger: log, Extra: metricsHandlers()})
+				if err != nil {
+					return err
+				}
+				return svc.Run(ctx)
+			})
+		},
+	}
+	bf.register(cmd.Flags())
+	cmd.Flags().StringVar(&listen, "listen", "0.0.0.0:6440", "address the API listens on")
+	return cmd
+}
+
+// metricsHandlers mounts /metrics on a service's HTTP server.
+func metricsHandlers() map[string]http.Handler {
+	return map[string]http.Handler{"GET /metrics": metricsHandler()}
+}
+

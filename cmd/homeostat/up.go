@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/services/api"
+)
+
+type upOptions struct {
+	dataDir    string
+	listen     string
+	natsListen string
+	fsync      string
+}
+
+func defaultDataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "homeostat")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "share", "homeostat")
+	}
+	return ".homeostat"
+}
+
+func newUp(g *globals) *cobra.Command {
+	o := &upOptions{}
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Run all of Homeostat in one process over an embedded NATS server",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withTracing(cmd.Context(), "homeostat", func() error { return runUp(cmd.Context(), g, o) })
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.dataDir, "data-dir", defaultDataDir(), "directory of the embedded JetStream store")
+	f.StringVar(&o.listen, "listen", "127.0.0.1:6440", "address the API listens on")
+	f.StringVar(&o.natsListen, "nats-listen", "127.0.0.1:4222", "address the embedded NATS server listens on, for agents in other processes")
+	f.StringVar(&o.fsync, "fsync", "interval", "when JetStream syncs writes to disk: interval (fast; a killed process loses nothing, a power cut may lose the last seconds) or always (survives power loss, about 5x slower writes)")
+	return cmd
+}
+
+func runUp(ctx context.Context, g *globals, o *upOptions) error {
+	log := g.logger()
+	if o.fsync != "interval" && o.fsync != "always" {
+		return fmt.Errorf("--fsync must be interval or always, not %q", o.fsync)
+	}
+	host, portStr, err := net.SplitHostPort(o.natsListen)
+	if err != nil {
+		return fmt.Errorf("--nats-listen: %w", err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return fmt.Errorf("--nats-listen: port %q: %w", portStr, err)
+	}
+	if port == 0 {
+		port = -1
+	}
+	if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
+		return fmt.Errorf("--data-dir: %w", err)
+	}
+	conn, err := bus.Connect(ctx, bus.Config{
+		Embedded: &bus.EmbeddedConfig{DataDir: o.dataDir, Host: host, Port: port, SyncAlways: o.fsync == "always"},
+		Name:     "homeostat-up", Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	apiSvc, err := api.New(api.Config{Bus: conn, Listener: ln, Logger: log, Extra: metricsHandlers()})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	server := "http://" + ln.Addr().String()
+	fmt.Printf("Homeostat is up.\n  API:  %s   (export HOMEOSTAT_SERVER=%s)\n  NATS: %s\n  Data: %s\nPress Ctrl-C to stop.\n",
+		server, server, conn.ClientURL(), o.dataDir)
+	err = runAll(ctx, apiSvc.Run)
+	fmt.Println("Homeostat stopped.")
+	return err
+}
+
+// runAll runs services until ctx ends or one fails, then stops the rest
+// and waits for them.
+func runAll(ctx context.Context, runs ...func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, len(runs))
+	for _, run := range runs {
+		go func() { errs <- run(ctx) }()
+	}
+	var first error
+	for range runs {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+			cancel()
+		}
+	}
+	return first
+}
