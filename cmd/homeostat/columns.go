@@ -100,8 +100,12 @@ func columnsFor(kind string, wide bool) []column {
 			{"READY", func(_ *object.Object, d map[string]any) string {
 				return fmt.Sprintf("%d/%d", num(d, "status", "readyReplicas"), num(d, "spec", "replicas"))
 			}},
-			{"UP-TO-DATE", func(_ *object.Object, d map[string]any) string { return fmt.Sprint(num(d, "status", "updatedReplicas")) }},
-			{"AVAILABLE", func(_ *object.Object, d map[string]any) string { return fmt.Sprint(num(d, "status", "availableReplicas")) }},
+			{"UP-TO-DATE", func(_ *object.Object, d map[string]any) string {
+				return fmt.Sprint(num(d, "status", "updatedReplicas"))
+			}},
+			{"AVAILABLE", func(_ *object.Object, d map[string]any) string {
+				return fmt.Sprint(num(d, "status", "availableReplicas"))
+			}},
 			ageCol}
 		if wide {
 			cols = append(cols, column{"CONTAINERS", containerNames}, column{"SELECTOR", selectorText})
@@ -117,11 +121,19 @@ func columnsFor(kind string, wide bool) []column {
 		}
 	case "DaemonSet":
 		cols = []column{nameCol,
-			{"DESIRED", func(_ *object.Object, d map[string]any) string { return fmt.Sprint(num(d, "status", "desiredNumberScheduled")) }},
-			{"CURRENT", func(_ *object.Object, d map[string]any) string { return fmt.Sprint(num(d, "status", "currentNumberScheduled")) }},
+			{"DESIRED", func(_ *object.Object, d map[string]any) string {
+				return fmt.Sprint(num(d, "status", "desiredNumberScheduled"))
+			}},
+			{"CURRENT", func(_ *object.Object, d map[string]any) string {
+				return fmt.Sprint(num(d, "status", "currentNumberScheduled"))
+			}},
 			{"READY", func(_ *object.Object, d map[string]any) string { return fmt.Sprint(num(d, "status", "numberReady")) }},
-			{"UP-TO-DATE", func(_ *object.Object, d map[string]any) string { return fmt.Sprint(num(d, "status", "updatedNumberScheduled")) }},
-			{"AVAILABLE", func(_ *object.Object, d map[string]any) string { return fmt.Sprint(num(d, "status", "numberAvailable")) }},
+			{"UP-TO-DATE", func(_ *object.Object, d map[string]any) string {
+				return fmt.Sprint(num(d, "status", "updatedNumberScheduled"))
+			}},
+			{"AVAILABLE", func(_ *object.Object, d map[string]any) string {
+				return fmt.Sprint(num(d, "status", "numberAvailable"))
+			}},
 			ageCol}
 	case "Job":
 		cols = []column{nameCol, {"STATUS", jobStatus},
@@ -131,7 +143,9 @@ func columnsFor(kind string, wide bool) []column {
 			{"DURATION", jobDuration}, ageCol}
 	case "Node":
 		cols = []column{nameCol, {"STATUS", nodeStatus}, ageCol,
-			{"PODS", func(_ *object.Object, d map[string]any) string { return orNone(str(d, "status", "allocatable", "pods")) }}}
+			{"PODS", func(_ *object.Object, d map[string]any) string {
+				return orNone(str(d, "status", "allocatable", "pods"))
+			}}}
 		if wide {
 			cols = append(cols, column{"CPU", func(_ *object.Object, d map[string]any) string { return str(d, "status", "allocatable", "cpu") }},
 				column{"MEMORY", func(_ *object.Object, d map[string]any) string { return str(d, "status", "allocatable", "memory") }},

@@ -113,4 +113,3 @@ func newAPI(g *globals) *cobra.Command {
 func metricsHandlers() map[string]http.Handler {
 	return map[string]http.Handler{"GET /metrics": metricsHandler()}
 }
-

@@ -85,7 +85,7 @@ func storeError(res *resourceRef, name string, err error) *apiError {
 }
 
 func writeStatus(w http.ResponseWriter, log *slog.Logger, e *apiError) {
-	if e.code >= 500 {
+	if e.code >= 500 && e.code != http.StatusServiceUnavailable {
 		log.Error("request failed", "code", e.code, "err", e.message)
 	}
 	st := object.Status{

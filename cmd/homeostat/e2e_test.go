@@ -1,0 +1,247 @@
+package main_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// binary builds the homeostat command once per test run.
+func binary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "homeostat-e2e")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "homeostat")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// server is a running `homeostat up`.
+type server struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	url  string
+	nats string
+	out  *syncBuffer
+	done chan error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var apiLine = regexp.MustCompile(`API:\s+(http://\S+)`)
+var natsLine = regexp.MustCompile(`NATS:\s+(nats://\S+)`)
+
+func startUp(t *testing.T, dataDir string, extra ...string) *server {
+	t.Helper()
+	args := append([]string{"up", "--data-dir", dataDir, "--listen", "127.0.0.1:0", "--nats-listen", "127.0.0.1:0"}, extra...)
+	cmd := exec.Command(binary(t), args...)
+	cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=", "HOMEOSTAT_SERVER=")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &server{t: t, cmd: cmd, out: &syncBuffer{}, done: make(chan error, 1)}
+	cmd.Stderr = s.out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	urls := make(chan [2]string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		var api string
+		for sc.Scan() {
+			line := sc.Text()
+			fmt.Fprintln(s.out, line)
+			if m := apiLine.FindStringSubmatch(line); m != nil {
+				api = m[1]
+			}
+			if m := natsLine.FindStringSubmatch(line); m != nil {
+				urls <- [2]string{api, m[1]}
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	go func() { s.done <- cmd.Wait() }()
+	select {
+	case u := <-urls:
+		s.url, s.nats = u[0], u[1]
+	case err := <-s.done:
+		t.Fatalf("homeostat up exited: %v\n%s", err, s.out)
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("homeostat up did not print its address\n%s", s.out)
+	}
+	t.Cleanup(func() { s.stop() })
+	s.waitReady()
+	return s
+}
+
+func (s *server) waitReady() {
+	s.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(s.url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("server not ready: %v\n%s", err, s.out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stop interrupts the server as Ctrl-C would and waits for a clean exit.
+func (s *server) stop() {
+	if s.cmd.ProcessState != nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case err := <-s.done:
+		if err != nil {
+			s.t.Errorf("homeostat up did not exit cleanly: %v\n%s", err, s.out)
+		}
+	case <-time.After(30 * time.Second):
+		_ = s.cmd.Process.Kill()
+		s.t.Errorf("homeostat up did not stop within 30s\n%s", s.out)
+	}
+}
+
+// run runs a client verb against the server and returns stdout, stderr and the error.
+func (s *server) run(stdin string, args ...string) (string, string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(s.t), append([]string{"--server", s.url}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+func (s *server) must(stdin string, args ...string) string {
+	s.t.Helper()
+	out, errOut, err := s.run(stdin, args...)
+	if err != nil {
+		s.t.Fatalf("homeostat %s: %v\nstdout: %s\nstderr: %s", strings.Join(args, " "), err, out, errOut)
+	}
+	return out
+}
+
+const e2eManifest = `apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop, labels: {app: web}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        command: [sleep, "3600"]
+`
+
+func TestBinaryUpApplyGetDelete(t *testing.T) {
+	dir := t.TempDir()
+	s := startUp(t, dir)
+	file := filepath.Join(t.TempDir(), "app.yaml")
+	if err := os.WriteFile(file, []byte(e2eManifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := s.must("", "apply", "-f", file); out != "namespace/shop created\ndeployment.apps/web created\n" {
+		t.Fatalf("first apply:\n%s", out)
+	}
+	if out := s.must("", "apply", "-f", file); out != "namespace/shop unchanged\ndeployment.apps/web unchanged\n" {
+		t.Fatalf("second apply:\n%s", out)
+	}
+	out := s.must("", "get", "deployments", "-n", "shop")
+	if !regexp.MustCompile(`^NAME\s+READY\s+UP-TO-DATE\s+AVAILABLE\s+AGE\nweb\s+0/2\s+0\s+0\s+\d+s\n$`).MatchString(out) {
+		t.Fatalf("get table:\n%s", out)
+	}
+	// A changed manifest configures; a removed label goes away.
+	changed := strings.Replace(e2eManifest, "replicas: 2", "replicas: 4", 1)
+	changed = strings.Replace(changed, "labels: {app: web}}\nspec", "labels: {}}\nspec", 1)
+	if out := s.must(changed, "apply", "-f", "-"); !strings.Contains(out, "deployment.apps/web configured") {
+		t.Fatalf("changed apply:\n%s", out)
+	}
+	y := s.must("", "get", "deploy/web", "-n", "shop", "-o", "yaml")
+	if !strings.Contains(y, "replicas: 4") || strings.Contains(y, "  labels:\n    app: web\n  name: web") {
+		t.Fatalf("after configure:\n%s", y)
+	}
+	// Errors name the field and the rule.
+	_, errOut, err := s.run("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: bad, namespace: shop}\nspec: {replicas: -1, selector: {matchLabels: {a: b}}, template: {metadata: {labels: {a: b}}, spec: {containers: [{name: c, command: [x]}]}}}\n", "apply", "-f", "-")
+	if err == nil || !strings.Contains(errOut, "spec.replicas") || !strings.Contains(errOut, "minimum") || !strings.Contains(errOut, "Invalid") {
+		t.Fatalf("invalid apply: err %v\n%s", err, errOut)
+	}
+	if out := s.must("", "delete", "deployment", "web", "-n", "shop"); out != "deployment.apps/web deleted\n" {
+		t.Fatalf("delete:\n%s", out)
+	}
+	_, errOut, err = s.run("", "get", "deploy", "web", "-n", "shop")
+	if err == nil || !strings.Contains(errOut, "NotFound") {
+		t.Fatalf("get after delete: %v %s", err, errOut)
+	}
+
+	// A restart over the same data directory keeps every object.
+	s.must("", "apply", "-f", file)
+	s.stop()
+	s2 := startUp(t, dir)
+	if out := s2.must("", "get", "deploy", "-n", "shop", "-o", "name"); out != "deployment.apps/web\n" {
+		t.Fatalf("after restart:\n%s", out)
+	}
+	if out := s2.must("", "apply", "-f", file); !strings.Contains(out, "deployment.apps/web unchanged") {
+		t.Fatalf("apply after restart:\n%s", out)
+	}
+}
