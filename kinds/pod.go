@@ -1,0 +1,313 @@
+// Package kinds holds typed views of the built-in kinds' spec and status,
+// for the code that acts on them (controllers, scheduler, node agents). The
+// JSON Schemas in package schemas are the authority on what is valid; these
+// types decode what validation let through.
+package kinds
+
+import (
+	"time"
+
+	"github.com/homeostat/homeostat/object"
+)
+
+// PodSpec is a Pod's desired state; containers are OS processes.
+type PodSpec struct {
+	Containers                    []Container                `json:"containers"`
+	InitContainers                []Container                `json:"initContainers,omitempty"`
+	RestartPolicy                 string                     `json:"restartPolicy,omitempty"`
+	TerminationGracePeriodSeconds *int64                     `json:"terminationGracePeriodSeconds,omitempty"`
+	ActiveDeadlineSeconds         *int64                     `json:"activeDeadlineSeconds,omitempty"`
+	NodeName                      string                     `json:"nodeName,omitempty"`
+	NodeSelector                  map[string]string          `json:"nodeSelector,omitempty"`
+	Tolerations                   []Toleration               `json:"tolerations,omitempty"`
+	Affinity                      *Affinity                  `json:"affinity,omitempty"`
+	TopologySpreadConstraints     []TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+	SchedulerName                 string                     `json:"schedulerName,omitempty"`
+	Priority                      *int32                     `json:"priority,omitempty"`
+	Hostname                      string                     `json:"hostname,omitempty"`
+}
+
+// Restart policies.
+const (
+	RestartAlways    = "Always"
+	RestartOnFailure = "OnFailure"
+	RestartNever     = "Never"
+)
+
+// Container is one process of a pod.
+type Container struct {
+	Name           string               `json:"name"`
+	Image          string               `json:"image,omitempty"`
+	Command        []string             `json:"command"`
+	Args           []string             `json:"args,omitempty"`
+	Env            []EnvVar             `json:"env,omitempty"`
+	WorkingDir     string               `json:"workingDir,omitempty"`
+	Ports          []ContainerPort      `json:"ports,omitempty"`
+	Resources      ResourceRequirements `json:"resources,omitzero"`
+	LivenessProbe  *Probe               `json:"livenessProbe,omitempty"`
+	ReadinessProbe *Probe               `json:"readinessProbe,omitempty"`
+	StartupProbe   *Probe               `json:"startupProbe,omitempty"`
+}
+
+// EnvVar is one environment variable.
+type EnvVar struct {
+	Name  string `json:"name"`
+	Value string `json:"value,omitempty"`
+}
+
+// ContainerPort is a port a container listens on.
+type ContainerPort struct {
+	Name          string `json:"name,omitempty"`
+	ContainerPort int32  `json:"containerPort"`
+	HostPort      int32  `json:"hostPort,omitempty"`
+	Protocol      string `json:"protocol,omitempty"`
+}
+
+// ResourceRequirements are requests (what the scheduler reserves) and
+// limits (what the runtime enforces where it can).
+type ResourceRequirements struct {
+	Requests ResourceList `json:"requests,omitempty"`
+	Limits   ResourceList `json:"limits,omitempty"`
+}
+
+// Probe checks a container: exactly one of Exec, HTTPGet, TCPSocket.
+type Probe struct {
+	Exec                *ExecAction      `json:"exec,omitempty"`
+	HTTPGet             *HTTPGetAction   `json:"httpGet,omitempty"`
+	TCPSocket           *TCPSocketAction `json:"tcpSocket,omitempty"`
+	InitialDelaySeconds int32            `json:"initialDelaySeconds,omitempty"`
+	PeriodSeconds       int32            `json:"periodSeconds,omitempty"`
+	TimeoutSeconds      int32            `json:"timeoutSeconds,omitempty"`
+	SuccessThreshold    int32            `json:"successThreshold,omitempty"`
+	FailureThreshold    int32            `json:"failureThreshold,omitempty"`
+}
+
+// ExecAction runs a command; exit 0 is success.
+type ExecAction struct {
+	Command []string `json:"command"`
+}
+
+// HTTPGetAction is an HTTP GET; 200–399 is success.
+type HTTPGetAction struct {
+	Path        string       `json:"path,omitempty"`
+	Port        IntOrString  `json:"port"`
+	Host        string       `json:"host,omitempty"`
+	Scheme      string       `json:"scheme,omitempty"`
+	HTTPHeaders []HTTPHeader `json:"httpHeaders,omitempty"`
+}
+
+// HTTPHeader is one header of an HTTP probe.
+type HTTPHeader struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// TCPSocketAction opens a TCP connection; connecting is success.
+type TCPSocketAction struct {
+	Port IntOrString `json:"port"`
+	Host string      `json:"host,omitempty"`
+}
+
+// Toleration lets a pod onto a node with a matching taint.
+type Toleration struct {
+	Key               string `json:"key,omitempty"`
+	Operator          string `json:"operator,omitempty"`
+	Value             string `json:"value,omitempty"`
+	Effect            string `json:"effect,omitempty"`
+	TolerationSeconds *int64 `json:"tolerationSeconds,omitempty"`
+}
+
+// Affinity holds node affinity and pod anti-affinity.
+type Affinity struct {
+	NodeAffinity    *NodeAffinity    `json:"nodeAffinity,omitempty"`
+	PodAntiAffinity *PodAntiAffinity `json:"podAntiAffinity,omitempty"`
+}
+
+// NodeAffinity constrains the nodes a pod may run on.
+type NodeAffinity struct {
+	Required  *NodeSelector             `json:"requiredDuringSchedulingIgnoredDuringExecution,omitempty"`
+	Preferred []PreferredSchedulingTerm `json:"preferredDuringSchedulingIgnoredDuringExecution,omitempty"`
+}
+
+// NodeSelector is an OR of terms.
+type NodeSelector struct {
+	Terms []NodeSelectorTerm `json:"nodeSelectorTerms"`
+}
+
+// NodeSelectorTerm is an AND of expressions.
+type NodeSelectorTerm struct {
+	MatchExpressions []NodeSelectorRequirement `json:"matchExpressions,omitempty"`
+}
+
+// NodeSelectorRequirement is one expression over node labels.
+type NodeSelectorRequirement struct {
+	Key      string   `json:"key"`
+	Operator string   `json:"operator"`
+	Values   []string `json:"values,omitempty"`
+}
+
+// PreferredSchedulingTerm weighs a term in scoring.
+type PreferredSchedulingTerm struct {
+	Weight     int32            `json:"weight"`
+	Preference NodeSelectorTerm `json:"preference"`
+}
+
+// PodAntiAffinity keeps pods apart.
+type PodAntiAffinity struct {
+	Required  []PodAffinityTerm         `json:"requiredDuringSchedulingIgnoredDuringExecution,omitempty"`
+	Preferred []WeightedPodAffinityTerm `json:"preferredDuringSchedulingIgnoredDuringExecution,omitempty"`
+}
+
+// PodAffinityTerm selects pods within a topology domain.
+type PodAffinityTerm struct {
+	LabelSelector *object.LabelSelector `json:"labelSelector,omitempty"`
+	TopologyKey   string                `json:"topologyKey"`
+	Namespaces    []string              `json:"namespaces,omitempty"`
+}
+
+// WeightedPodAffinityTerm weighs a term in scoring.
+type WeightedPodAffinityTerm struct {
+	Weight          int32           `json:"weight"`
+	PodAffinityTerm PodAffinityTerm `json:"podAffinityTerm"`
+}
+
+// TopologySpreadConstraint spreads matching pods across domains.
+type TopologySpreadConstraint struct {
+	MaxSkew           int32                 `json:"maxSkew"`
+	TopologyKey       string                `json:"topologyKey"`
+	WhenUnsatisfiable string                `json:"whenUnsatisfiable"`
+	LabelSelector     *object.LabelSelector `json:"labelSelector,omitempty"`
+}
+
+// Pod phases.
+const (
+	PodPending   = "Pending"
+	PodRunning   = "Running"
+	PodSucceeded = "Succeeded"
+	PodFailed    = "Failed"
+	PodUnknown   = "Unknown"
+)
+
+// Pod condition types.
+const (
+	PodScheduled    = "PodScheduled"
+	PodInitialized  = "Initialized"
+	ContainersReady = "ContainersReady"
+	PodReady        = "Ready"
+)
+
+// PodStatus is what the node agent (and the scheduler) observe.
+type PodStatus struct {
+	Phase                 string             `json:"phase,omitempty"`
+	Conditions            []object.Condition `json:"conditions,omitempty"`
+	HostIP                string             `json:"hostIP,omitempty"`
+	PodIP                 string             `json:"podIP,omitempty"`
+	StartTime             *time.Time         `json:"startTime,omitempty"`
+	Reason                string             `json:"reason,omitempty"`
+	Message               string             `json:"message,omitempty"`
+	ContainerStatuses     []ContainerStatus  `json:"containerStatuses,omitempty"`
+	InitContainerStatuses []ContainerStatus  `json:"initContainerStatuses,omitempty"`
+	ObservedGeneration    int64              `json:"observedGeneration,omitempty"`
+}
+
+// ContainerStatus reports one container's process.
+type ContainerStatus struct {
+	Name                 string         `json:"name"`
+	State                ContainerState `json:"state"`
+	LastTerminationState ContainerState `json:"lastState,omitzero"`
+	Ready                bool           `json:"ready"`
+	Started              *bool          `json:"started,omitempty"`
+	RestartCount         int32          `json:"restartCount"`
+	Image                string         `json:"image,omitempty"`
+	PID                  int            `json:"pid,omitempty"`
+}
+
+// ContainerState is exactly one of waiting, running, terminated.
+type ContainerState struct {
+	Waiting    *StateWaiting    `json:"waiting,omitempty"`
+	Running    *StateRunning    `json:"running,omitempty"`
+	Terminated *StateTerminated `json:"terminated,omitempty"`
+}
+
+// StateWaiting: not running, with the reason (CrashLoopBackOff, …).
+type StateWaiting struct {
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// StateRunning: running since StartedAt.
+type StateRunning struct {
+	StartedAt time.Time `json:"startedAt,omitzero"`
+}
+
+// StateTerminated: exited.
+type StateTerminated struct {
+	ExitCode   int32     `json:"exitCode"`
+	Signal     int32     `json:"signal,omitempty"`
+	Reason     string    `json:"reason,omitempty"`
+	Message    string    `json:"message,omitempty"`
+	StartedAt  time.Time `json:"startedAt,omitzero"`
+	FinishedAt time.Time `json:"finishedAt,omitzero"`
+}
+
+// PodTemplate is the pod part of a workload's spec.
+type PodTemplate struct {
+	Metadata TemplateMeta `json:"metadata,omitzero"`
+	Spec     PodSpec      `json:"spec"`
+}
+
+// TemplateMeta is the metadata a template gives its pods.
+type TemplateMeta struct {
+	Name        string            `json:"name,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// Pod is a decoded Pod object.
+type Pod struct {
+	*object.Object
+	Spec   PodSpec
+	Status PodStatus
+}
+
+// DecodePod decodes a Pod's spec and status.
+func DecodePod(o *object.Object) (*Pod, error) {
+	p := &Pod{Object: o}
+	if err := o.DecodeSpec(&p.Spec); err != nil {
+		return nil, err
+	}
+	if err := o.DecodeStatus(&p.Status); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Terminal reports whether the pod has finished for good.
+func (p *Pod) Terminal() bool { return p.Status.Phase == PodSucceeded || p.Status.Phase == PodFailed }
+
+// Active: neither finished nor being deleted.
+func (p *Pod) Active() bool { return !p.Terminal() && !p.Metadata.Deleting() }
+
+// Ready reports the Ready condition.
+func (p *Pod) Ready() bool {
+	c := object.FindCondition(p.Status.Conditions, PodReady)
+	return c != nil && c.Status == object.ConditionTrue
+}
+
+// AvailableAt is when the pod became ready, if it is.
+func (p *Pod) ReadySince() (time.Time, bool) {
+	c := object.FindCondition(p.Status.Conditions, PodReady)
+	if c == nil || c.Status != object.ConditionTrue {
+		return time.Time{}, false
+	}
+	return c.LastTransitionTime, true
+}
+
+// Restarts sums the containers' restart counts.
+func (p *Pod) Restarts() int32 {
+	var n int32
+	for _, c := range p.Status.ContainerStatuses {
+		n += c.RestartCount
+	}
+	return n
+}

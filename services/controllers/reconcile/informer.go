@@ -1,0 +1,316 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/object"
+)
+
+// Change is one event an informer hands its handlers. Old is nil for adds;
+// New is nil for deletes (Old then holds the last state).
+type Change struct {
+	Old, New *object.Object
+	Revision uint64
+	// Header carries the trace context of the write.
+	Header nats.Header
+}
+
+// Object is the object after the change, or the last state for a delete.
+func (c Change) Object() *object.Object {
+	if c.New != nil {
+		return c.New
+	}
+	return c.Old
+}
+
+// IndexFunc returns the index values of an object.
+type IndexFunc func(*object.Object) []string
+
+// Informer is a cache of one kind, kept by a single watch that lists and
+// then follows every change. Objects it returns are shared: callers must
+// Clone before changing one.
+type Informer struct {
+	kind  Kind
+	store *bus.Store
+	log   *slog.Logger
+
+	mu       sync.RWMutex
+	items    map[string]*object.Object
+	rev      uint64
+	synced   bool
+	indexers map[string]IndexFunc
+	indexes  map[string]map[string]map[string]struct{}
+	handlers []func(Change)
+	revMoved chan struct{} // closed and replaced whenever rev moves
+}
+
+func newInformer(kind Kind, store *bus.Store, log *slog.Logger) *Informer {
+	return &Informer{
+		kind: kind, store: store, log: log,
+		items: map[string]*object.Object{}, indexers: map[string]IndexFunc{},
+		indexes: map[string]map[string]map[string]struct{}{}, revMoved: make(chan struct{}),
+	}
+}
+
+// Kind is the informer's kind.
+func (i *Informer) Kind() Kind { return i.kind }
+
+// Store is the kind's object store, for writes and live reads.
+func (i *Informer) Store() *bus.Store { return i.store }
+
+// AddIndex registers an index; call before the manager runs.
+func (i *Informer) AddIndex(name string, fn IndexFunc) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if _, ok := i.indexers[name]; ok {
+		return
+	}
+	i.indexers[name] = fn
+	i.indexes[name] = map[string]map[string]struct{}{}
+	for k, o := range i.items {
+		i.indexAdd(name, fn, k, o)
+	}
+}
+
+// OnChange registers a handler, called in order on the watch goroutine: it
+// must be quick (enqueue, not reconcile).
+func (i *Informer) OnChange(fn func(Change)) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.handlers = append(i.handlers, fn)
+}
+
+// Get returns the cached object of key.
+func (i *Informer) Get(key string) (*object.Object, bool) {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	o, ok := i.items[key]
+	return o, ok
+}
+
+// List returns every cached object.
+func (i *Informer) List() []*object.Object {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	out := make([]*object.Object, 0, len(i.items))
+	for _, o := range i.items {
+		out = append(out, o)
+	}
+	return out
+}
+
+// Keys returns every cached key.
+func (i *Informer) Keys() []string {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	out := make([]string, 0, len(i.items))
+	for k := range i.items {
+		out = append(out, k)
+	}
+	return out
+}
+
+// ByIndex returns the objects whose index name has value.
+func (i *Informer) ByIndex(name, value string) []*object.Object {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	keys := i.indexes[name][value]
+	out := make([]*object.Object, 0, len(keys))
+	for k := range keys {
+		out = append(out, i.items[k])
+	}
+	return out
+}
+
+// Synced reports whether the initial list is loaded.
+func (i *Informer) Synced() bool {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	return i.synced
+}
+
+// Revision is the bucket revision the cache reflects.
+func (i *Informer) Revision() uint64 {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	return i.rev
+}
+
+// WaitForRevision waits until the cache reflects rev, ctx ends, or timeout
+// passes, and reports whether it caught up.
+func (i *Informer) WaitForRevision(ctx context.Context, rev uint64, timeout time.Duration) bool {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for {
+		i.mu.RLock()
+		ok, moved := i.synced && i.rev >= rev, i.revMoved
+		i.mu.RUnlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-moved:
+		case <-t.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+func (i *Informer) indexAdd(name string, fn IndexFunc, key string, o *object.Object) {
+	for _, v := range fn(o) {
+		set := i.indexes[name][v]
+		if set == nil {
+			set = map[string]struct{}{}
+			i.indexes[name][v] = set
+		}
+		set[key] = struct{}{}
+	}
+}
+
+func (i *Informer) indexRemove(name string, fn IndexFunc, key string, o *object.Object) {
+	for _, v := range fn(o) {
+		if set := i.indexes[name][v]; set != nil {
+			delete(set, key)
+			if len(set) == 0 {
+				delete(i.indexes[name], v)
+			}
+		}
+	}
+}
+
+// apply updates the cache and returns the change to hand to handlers.
+func (i *Informer) apply(ev bus.Event) (Change, bool) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	old := i.items[ev.Key]
+	ch := Change{Old: old, Revision: ev.Revision, Header: ev.Header}
+	for name, fn := range i.indexers {
+		if old != nil {
+			i.indexRemove(name, fn, ev.Key, old)
+		}
+	}
+	if ev.Type == bus.Deleted {
+		delete(i.items, ev.Key)
+		if old == nil {
+			ch.Old = ev.Object
+		}
+	} else {
+		i.items[ev.Key] = ev.Object
+		ch.New = ev.Object
+		for name, fn := range i.indexers {
+			i.indexAdd(name, fn, ev.Key, ev.Object)
+		}
+	}
+	i.moveRev(ev.Revision)
+	return ch, ch.Old != nil || ch.New != nil
+}
+
+func (i *Informer) moveRev(rev uint64) {
+	if rev > i.rev {
+		i.rev = rev
+		close(i.revMoved)
+		i.revMoved = make(chan struct{})
+	}
+}
+
+func (i *Informer) notify(ch Change) {
+	i.mu.RLock()
+	hs := i.handlers
+	i.mu.RUnlock()
+	for _, h := range hs {
+		h(ch)
+	}
+}
+
+// run keeps the cache until ctx ends: it resumes after a broken watch, and
+// re-lists when resuming is impossible, reporting objects that vanished in
+// between as deletes.
+func (i *Informer) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		i.mu.RLock()
+		after, synced := i.rev, i.synced
+		i.mu.RUnlock()
+		if !synced {
+			after = 0
+		}
+		err := i.watch(ctx, after)
+		if errors.Is(err, bus.ErrGone) {
+			i.mu.Lock()
+			i.synced = false
+			i.mu.Unlock()
+			err = i.watch(ctx, 0)
+		}
+		if err != nil && ctx.Err() == nil {
+			i.log.Warn("informer watch failed; retrying", "kind", i.kind.Kind, "err", err)
+			sleep(ctx, time.Second)
+		}
+	}
+}
+
+func (i *Informer) watch(ctx context.Context, after uint64) error {
+	baseline, err := i.store.LastRevision(ctx)
+	if err != nil {
+		return err
+	}
+	ch, err := i.store.Watch(ctx, bus.WatchOptions{AfterRevision: after, Buffer: 4096})
+	if err != nil {
+		return err
+	}
+	relist := after == 0 && len(i.Keys()) > 0
+	seen := map[string]bool{}
+	for ev := range ch {
+		switch ev.Type {
+		case bus.Failed:
+			return ev.Err
+		case bus.Synced:
+			if relist {
+				i.dropUnseen(seen, baseline)
+				relist = false
+			}
+			i.mu.Lock()
+			i.synced = true
+			i.moveRev(baseline)
+			i.mu.Unlock()
+			setSynced(i.kind.Kind, true)
+			continue
+		}
+		if relist {
+			seen[ev.Key] = true
+		}
+		if ch, ok := i.apply(ev); ok {
+			i.notify(ch)
+		}
+	}
+	return ctx.Err()
+}
+
+// dropUnseen removes what a re-list did not find: deleted while unwatched.
+func (i *Informer) dropUnseen(seen map[string]bool, rev uint64) {
+	for _, k := range i.Keys() {
+		if !seen[k] {
+			if ch, ok := i.apply(bus.Event{Type: bus.Deleted, Key: k, Revision: rev}); ok {
+				i.notify(ch)
+			}
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,210 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/homeostat/homeostat/bus"
+)
+
+// ManagerOptions configure a Manager.
+type ManagerOptions struct {
+	Bus    *bus.Conn
+	Logger *slog.Logger
+	// DrainTimeout bounds how long reconciles in flight may finish after
+	// shutdown begins (default 30s).
+	DrainTimeout time.Duration
+}
+
+// Manager owns the informers shared by a process's controllers and runs
+// them all.
+type Manager struct {
+	opts    ManagerOptions
+	log     *slog.Logger
+	retries *retries
+
+	mu          sync.Mutex
+	informers   map[string]*Informer
+	controllers []*Controller
+	started     bool
+	ready       chan struct{}
+}
+
+// NewManager creates a manager; add controllers, then Run.
+func NewManager(ctx context.Context, opts ManagerOptions) (*Manager, error) {
+	if opts.Bus == nil {
+		return nil, errors.New("reconcile: ManagerOptions.Bus is required")
+	}
+	if opts.DrainTimeout == 0 {
+		opts.DrainTimeout = 30 * time.Second
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	registerMetrics()
+	r, err := newRetries(ctx, opts.Bus)
+	if err != nil {
+		return nil, err
+	}
+	return &Manager{opts: opts, log: log, retries: r, informers: map[string]*Informer{}, ready: make(chan struct{})}, nil
+}
+
+// Ready is closed once every cache has listed and the controllers start.
+func (m *Manager) Ready() <-chan struct{} { return m.ready }
+
+// Bus is the manager's connection.
+func (m *Manager) Bus() *bus.Conn { return m.opts.Bus }
+
+// Logger is the manager's logger.
+func (m *Manager) Logger() *slog.Logger { return m.log }
+
+// Informer returns the shared informer of a kind, creating it on first use.
+func (m *Manager) Informer(k Kind) *Informer {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if inf, ok := m.informers[k.Bucket]; ok {
+		return inf
+	}
+	inf := newInformer(k, nil, m.log)
+	m.informers[k.Bucket] = inf
+	return inf
+}
+
+func (m *Manager) informerOf(bucket string) *Informer {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.informers[bucket]
+}
+
+// Add registers a controller; its queue is created now.
+func (m *Manager) Add(ctx context.Context, opts Options) (*Controller, error) {
+	if opts.Name == "" || opts.Reconciler == nil || opts.For.Bucket == "" {
+		return nil, errors.New("reconcile: Options need Name, For and Reconciler")
+	}
+	if opts.Workers == 0 {
+		opts.Workers = 4
+	}
+	if opts.Backoff == (Backoff{}) {
+		opts.Backoff = DefaultBackoff
+	}
+	if opts.Resync == 0 {
+		opts.Resync = 5 * time.Minute
+	}
+	if opts.AckWait == 0 {
+		opts.AckWait = 30 * time.Second
+	}
+	if opts.CoalesceEvery == 0 {
+		opts.CoalesceEvery = 20 * time.Millisecond
+	}
+	if opts.CacheWait == 0 {
+		opts.CacheWait = 5 * time.Second
+	}
+	spec := bus.QueueSpec{Name: opts.Name, AckWait: opts.AckWait}
+	if !opts.NoSource {
+		spec.Sources = []string{opts.For.Bucket}
+	}
+	if _, err := m.store(ctx, opts.For); err != nil {
+		return nil, err
+	}
+	q, err := m.opts.Bus.Queue(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	c := &Controller{opts: opts, mgr: m, queue: q, log: m.log}
+	c.enq = newEnqueuer(q, opts.CoalesceEvery, opts.Name, m.log)
+	m.Informer(opts.For)
+	m.mu.Lock()
+	m.controllers = append(m.controllers, c)
+	m.mu.Unlock()
+	return c, nil
+}
+
+func (m *Manager) store(ctx context.Context, k Kind) (*bus.Store, error) {
+	return m.opts.Bus.Store(ctx, bus.StoreSpec{Bucket: k.Bucket, Namespaced: k.Namespaced, TTL: k.TTL})
+}
+
+// Run starts every informer, waits until all have listed, then starts the
+// controllers; it returns when ctx ends and in-flight reconciles have
+// drained.
+func (m *Manager) Run(ctx context.Context) error {
+	m.mu.Lock()
+	if m.started {
+		m.mu.Unlock()
+		return errors.New("reconcile: manager already running")
+	}
+	m.started = true
+	infs := make([]*Informer, 0, len(m.informers))
+	for _, inf := range m.informers {
+		infs = append(infs, inf)
+	}
+	ctrls := append([]*Controller(nil), m.controllers...)
+	m.mu.Unlock()
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(1)
+	go func() { defer wg.Done(); m.retries.run(ctx) }()
+	for _, inf := range infs {
+		st, err := m.store(ctx, inf.kind)
+		if err != nil {
+			return err
+		}
+		inf.store = st
+		wg.Add(1)
+		go func() { defer wg.Done(); inf.run(ctx) }()
+	}
+	for _, inf := range infs {
+		for !inf.Synced() {
+			if !sleep(ctx, 10*time.Millisecond) {
+				return nil
+			}
+		}
+		informerObjects.WithLabelValues(inf.kind.Kind).Set(float64(len(inf.Keys())))
+	}
+	m.log.Info("caches synced; controllers starting", "controllers", len(ctrls), "informers", len(infs))
+	close(m.ready)
+	// Reconciles in flight get DrainTimeout after shutdown to finish.
+	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	var drainTimer *time.Timer
+	var drainMu sync.Mutex
+	stopDrain := context.AfterFunc(ctx, func() {
+		drainMu.Lock()
+		drainTimer = time.AfterFunc(m.opts.DrainTimeout, cancelWork)
+		drainMu.Unlock()
+	})
+	defer func() {
+		stopDrain()
+		drainMu.Lock()
+		if drainTimer != nil {
+			drainTimer.Stop()
+		}
+		drainMu.Unlock()
+	}()
+	errs := make(chan error, len(ctrls))
+	for _, c := range ctrls {
+		go func() { errs <- c.run(ctx, workCtx) }()
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); m.countObjects(ctx, infs) }()
+	var first error
+	for range ctrls {
+		if err := <-errs; err != nil && first == nil {
+			first = fmt.Errorf("controller: %w", err)
+		}
+	}
+	return first
+}
+
+func (m *Manager) countObjects(ctx context.Context, infs []*Informer) {
+	for sleep(ctx, 5*time.Second) {
+		for _, inf := range infs {
+			informerObjects.WithLabelValues(inf.kind.Kind).Set(float64(len(inf.Keys())))
+		}
+	}
+}
