@@ -30,6 +30,7 @@ type Manager struct {
 	mu          sync.Mutex
 	informers   map[string]*Informer
 	controllers []*Controller
+	recorders   []*Recorder
 	started     bool
 	ready       chan struct{}
 }
@@ -143,12 +144,17 @@ func (m *Manager) Run(ctx context.Context) error {
 		infs = append(infs, inf)
 	}
 	ctrls := append([]*Controller(nil), m.controllers...)
+	recs := append([]*Recorder(nil), m.recorders...)
 	m.mu.Unlock()
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Add(1)
 	go func() { defer wg.Done(); m.retries.run(ctx) }()
+	for _, r := range recs {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.run(ctx) }()
+	}
 	for _, inf := range infs {
 		st, err := m.store(ctx, inf.kind)
 		if err != nil {

@@ -1,0 +1,150 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/schemas"
+)
+
+// Recorder writes Events: what a controller did to an object and why. Like
+// events are folded (same object, type and reason: a count and the latest
+// message) and written at most once a second each, so a burst of ten
+// thousand pod creations is a handful of writes. Events expire with their
+// bucket's time-to-live.
+type Recorder struct {
+	store     *bus.Store
+	component string
+	log       interface{ Warn(string, ...any) }
+
+	mu      sync.Mutex
+	pending map[string]*pendingEvent
+}
+
+type pendingEvent struct {
+	ns, name string
+	spec     kinds.EventSpec
+	n        int32
+}
+
+// EventKind describes where Events live.
+var EventKind = Kind{Kind: "Event", APIVersion: "v1", Bucket: "hs_events", Namespaced: true, TTL: schemas.EventTTL}
+
+// Recorder returns a recorder that signs events with component; it
+// flushes while the manager runs.
+func (m *Manager) Recorder(ctx context.Context, component string) (*Recorder, error) {
+	st, err := m.store(ctx, EventKind)
+	if err != nil {
+		return nil, err
+	}
+	r := &Recorder{store: st, component: component, log: m.log, pending: map[string]*pendingEvent{}}
+	m.mu.Lock()
+	m.recorders = append(m.recorders, r)
+	m.mu.Unlock()
+	return r, nil
+}
+
+// Event records that something happened to o.
+func (r *Recorder) Event(ctx context.Context, o *object.Object, typ, reason, format string, args ...any) {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s/%s/%s/%s/%s", o.Metadata.UID, o.Kind, o.Metadata.Name, typ, reason)
+	base := strings.ReplaceAll(o.Metadata.Name, ".", "-")
+	if len(base) > 46 {
+		base = base[:46]
+	}
+	name := fmt.Sprintf("%s-%016x", strings.TrimRight(base, "-"), h.Sum64())
+	ns := o.Metadata.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	now := time.Now().UTC().Format(time.RFC3339)
+	msg := fmt.Sprintf(format, args...)
+	tid := ""
+	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
+		tid = sc.TraceID().String()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.pending[ns+"."+name]
+	if p == nil {
+		p = &pendingEvent{ns: ns, name: name, spec: kinds.EventSpec{
+			InvolvedObject: kinds.ObjectReference{APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Metadata.Name,
+				Namespace: o.Metadata.Namespace, UID: o.Metadata.UID, ResourceVersion: o.Metadata.ResourceVersion},
+			Reason: reason, Type: typ, FirstTimestamp: now, Source: kinds.EventSource{Component: r.component},
+		}}
+		r.pending[ns+"."+name] = p
+	}
+	p.n++
+	p.spec.Message, p.spec.LastTimestamp = msg, now
+	if tid != "" {
+		p.spec.TraceID = tid
+	}
+}
+
+func (r *Recorder) run(ctx context.Context) {
+	for sleep(ctx, time.Second) {
+		r.flush(ctx)
+	}
+	r.flush(context.WithoutCancel(ctx))
+}
+
+func (r *Recorder) flush(ctx context.Context) {
+	r.mu.Lock()
+	batch := r.pending
+	r.pending = map[string]*pendingEvent{}
+	r.mu.Unlock()
+	for key, p := range batch {
+		if err := r.write(ctx, key, p); err != nil {
+			r.log.Warn("recording an event", "event", key, "reason", p.spec.Reason, "err", err)
+		}
+	}
+}
+
+func (r *Recorder) write(ctx context.Context, key string, p *pendingEvent) error {
+	for attempt := 0; attempt < 3; attempt++ {
+		cur, err := r.store.Get(ctx, key)
+		if errors.Is(err, bus.ErrNotFound) {
+			spec := p.spec
+			spec.Count = p.n
+			o := &object.Object{APIVersion: "v1", Kind: "Event", Metadata: object.Meta{Name: p.name, Namespace: p.ns}}
+			if err := o.SetSpec(spec); err != nil {
+				return err
+			}
+			if _, err = r.store.Create(ctx, o); errors.Is(err, bus.ErrAlreadyExists) {
+				continue
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		var spec kinds.EventSpec
+		if err := cur.DecodeSpec(&spec); err != nil {
+			return err
+		}
+		spec.Count += p.n
+		spec.Message, spec.LastTimestamp = p.spec.Message, p.spec.LastTimestamp
+		if p.spec.TraceID != "" {
+			spec.TraceID = p.spec.TraceID
+		}
+		n := cur.Clone()
+		if err := n.SetSpec(spec); err != nil {
+			return err
+		}
+		if _, err = r.store.Update(ctx, n, bus.UpdateOptions{Current: cur}); errors.Is(err, bus.ErrConflict) {
+			continue
+		}
+		return err
+	}
+	return bus.ErrConflict
+}

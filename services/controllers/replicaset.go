@@ -1,0 +1,196 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/services/controllers/reconcile"
+)
+
+// replicaSets keeps each ReplicaSet's pod count at spec.replicas.
+//
+// Its pods are named <replicaset>-<slot> with slots 0…replicas-1, created
+// only if absent. Two reconciles of one ReplicaSet at once (which the work
+// queue allows) therefore choose the same names and cannot make more pods
+// than there are slots; a replacement takes the slot of the pod it
+// replaces once that pod is gone.
+type replicaSets struct {
+	rs, pods *reconcile.Informer
+	events   *reconcile.Recorder
+	now      func() time.Time
+}
+
+func (c *replicaSets) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	o, ok := c.rs.Get(req.Key)
+	if !ok || o.Metadata.Deleting() {
+		return reconcile.Result{}, nil
+	}
+	var spec kinds.ReplicaSetSpec
+	var status kinds.ReplicaSetStatus
+	if err := o.DecodeSpec(&spec); err != nil {
+		return reconcile.Result{}, reconcile.Terminal(err)
+	}
+	_ = o.DecodeStatus(&status)
+	sel, err := spec.Selector.Selector()
+	if err != nil {
+		return reconcile.Result{}, reconcile.Terminal(err)
+	}
+	pods, err := claim(ctx, c.pods.Store(), o, sel, c.pods.ByIndex(byNamespace, o.Metadata.Namespace))
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	want := kinds.Int32(spec.Replicas, 1)
+	manageErr := c.manage(ctx, o, spec, pods, want)
+	requeue, err := c.writeStatus(ctx, o, spec, pods, manageErr)
+	if manageErr != nil {
+		return reconcile.Result{}, manageErr
+	}
+	return reconcile.Result{RequeueAfter: requeue}, err
+}
+
+// slotName is the name of the pod in slot i.
+func slotName(rs string, i int32) string { return truncName(rs, "-"+strconv.Itoa(int(i))) }
+
+func (c *replicaSets) manage(ctx context.Context, o *object.Object, spec kinds.ReplicaSetSpec, pods []*kinds.Pod, want int32) error {
+	taken := map[string]bool{}
+	var active []*kinds.Pod
+	var errs []error
+	for _, p := range pods {
+		taken[p.Metadata.Name] = true
+		switch {
+		case p.Terminal() && !p.Metadata.Deleting():
+			// A finished pod holds its slot; free it for a replacement.
+			errs = append(errs, deletePod(ctx, c.pods.Store(), p.Object))
+		case p.Active():
+			active = append(active, p)
+		}
+	}
+	diff := int(want) - len(active)
+	switch {
+	case diff > 0:
+		created := 0
+		for i := int32(0); i < want && created < diff; i++ {
+			name := slotName(o.Metadata.Name, i)
+			if taken[name] {
+				continue
+			}
+			pod, err := podFromTemplate(o, spec.Template, o.Metadata.Namespace, name, nil)
+			if err != nil {
+				return err
+			}
+			made, err := createIfAbsent(ctx, c.pods.Store(), pod)
+			if err != nil {
+				c.events.Event(ctx, o, kinds.EventWarning, "FailedCreate", "Error creating pod %s: %v", name, err)
+				errs = append(errs, err)
+				break
+			}
+			created++
+			if made {
+				c.events.Event(ctx, o, kinds.EventNormal, "SuccessfulCreate", "Created pod: %s", name)
+			}
+		}
+	case diff < 0:
+		for _, p := range deletionOrder(active, o.Metadata.Name, want)[:-diff] {
+			if err := deletePod(ctx, c.pods.Store(), p.Object); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			c.events.Event(ctx, o, kinds.EventNormal, "SuccessfulDelete", "Deleted pod: %s", p.Metadata.Name)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// deletionOrder ranks pods for scale-down: those outside the slots first
+// (so the remaining pods keep the slot invariant), then unscheduled before
+// scheduled, pending before running, not ready before ready, fewer restarts
+// kept, newer before older.
+func deletionOrder(pods []*kinds.Pod, rs string, want int32) []*kinds.Pod {
+	inSlots := map[string]bool{}
+	for i := int32(0); i < want; i++ {
+		inSlots[slotName(rs, i)] = true
+	}
+	out := append([]*kinds.Pod(nil), pods...)
+	rank := func(p *kinds.Pod) [5]int {
+		b := func(x bool) int {
+			if x {
+				return 1
+			}
+			return 0
+		}
+		return [5]int{b(inSlots[p.Metadata.Name]), b(p.Spec.NodeName != ""), b(p.Status.Phase == kinds.PodRunning), b(p.Ready()), 0}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		ri, rj := rank(out[i]), rank(out[j])
+		if ri != rj {
+			for k := range ri {
+				if ri[k] != rj[k] {
+					return ri[k] < rj[k]
+				}
+			}
+		}
+		if out[i].Restarts() != out[j].Restarts() {
+			return out[i].Restarts() > out[j].Restarts()
+		}
+		return out[i].Metadata.CreationTimestamp.After(out[j].Metadata.CreationTimestamp)
+	})
+	return out
+}
+
+// writeStatus counts the pods and says when to look again for a pod that
+// becomes available after minReadySeconds.
+func (c *replicaSets) writeStatus(ctx context.Context, o *object.Object, spec kinds.ReplicaSetSpec, pods []*kinds.Pod, manageErr error) (time.Duration, error) {
+	var status kinds.ReplicaSetStatus
+	_ = o.DecodeStatus(&status)
+	now := c.now()
+	minReady := time.Duration(spec.MinReadySeconds) * time.Second
+	sel := object.SelectorFromSet(spec.Template.Metadata.Labels)
+	next := time.Duration(0)
+	st := kinds.ReplicaSetStatus{ObservedGeneration: o.Metadata.Generation, Conditions: status.Conditions}
+	for _, p := range pods {
+		if p.Metadata.Deleting() || p.Terminal() {
+			continue
+		}
+		st.Replicas++
+		if sel.Matches(p.Metadata.Labels) {
+			st.FullyLabeledReplicas++
+		}
+		if since, ok := p.ReadySince(); ok {
+			st.ReadyReplicas++
+			if wait := since.Add(minReady).Sub(now); wait <= 0 {
+				st.AvailableReplicas++
+			} else if next == 0 || wait < next {
+				next = wait
+			}
+		}
+	}
+	if manageErr != nil {
+		object.SetCondition(&st.Conditions, object.Condition{Type: "ReplicaFailure", Status: object.ConditionTrue,
+			Reason: "FailedCreate", Message: manageErr.Error()}, now)
+	} else if cond := object.FindCondition(st.Conditions, "ReplicaFailure"); cond != nil {
+		st.Conditions = removeCondition(st.Conditions, "ReplicaFailure")
+	}
+	if err := updateStatus(ctx, c.rs.Store(), o, st); err != nil {
+		return 0, fmt.Errorf("status: %w", err)
+	}
+	return next, nil
+}
+
+func removeCondition(conds []object.Condition, t string) []object.Condition {
+	out := conds[:0]
+	for _, c := range conds {
+		if c.Type != t {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}

@@ -1,0 +1,137 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/bus/bustest"
+	"github.com/homeostat/homeostat/kinds"
+)
+
+const rsYAML = `apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: %s}
+spec:
+  replicas: %d
+  selector: {matchLabels: {app: %[1]s}}
+  template:
+    metadata: {labels: {app: %[1]s}}
+    spec: {containers: [{name: c, command: [sleep, "1000"]}]}
+`
+
+func TestReplicaSetScalesAndCountsStatus(t *testing.T) {
+	e := newEnv(t)
+	e.controllers(e.conn)
+	e.apply(fmt.Sprintf(rsYAML, "web", 3))
+	eventually(t, "3 pods", 10*time.Second, func() bool { return len(e.list("pods", "app=web")) == 3 })
+	for _, p := range e.list("pods", "app=web") {
+		if ref, ok := p.Metadata.ControllerOf(); !ok || ref.Name != "web" {
+			t.Fatalf("pod %s not owned by the ReplicaSet: %+v", p.Metadata.Name, p.Metadata.OwnerReferences)
+		}
+	}
+	stop := e.runPods("app=web")
+	defer stop()
+	eventually(t, "status ready 3", 10*time.Second, func() bool {
+		var st kinds.ReplicaSetStatus
+		_ = e.get("rs", "web").DecodeStatus(&st)
+		return st.Replicas == 3 && st.ReadyReplicas == 3 && st.AvailableReplicas == 3 && st.ObservedGeneration == 1
+	})
+	e.patch("rs", "web", `{"spec":{"replicas":5}}`)
+	eventually(t, "5 pods", 10*time.Second, func() bool { return len(activePods(e.list("pods", "app=web"))) == 5 })
+	e.patch("rs", "web", `{"spec":{"replicas":1}}`)
+	eventually(t, "1 pod", 10*time.Second, func() bool { return len(e.list("pods", "app=web")) == 1 })
+	if n := e.list("pods", "app=web")[0].Metadata.Name; n != "web-0" {
+		t.Fatalf("scale-down kept %s, want the pod in slot 0", n)
+	}
+	// A deleted pod is replaced.
+	if _, err := e.c.Delete(e.ctx, e.res("pods"), "default", "web-0", clientDelete()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a replacement", 10*time.Second, func() bool {
+		ps := e.list("pods", "app=web")
+		return len(ps) == 1 && ps[0].Metadata.Name == "web-0"
+	})
+}
+
+func TestReplicaSetAdoptsAndReleases(t *testing.T) {
+	e := newEnv(t)
+	e.controllers(e.conn)
+	e.apply(`apiVersion: v1
+kind: Pod
+metadata: {name: stray, labels: {app: adopt}}
+spec: {containers: [{name: c, command: [x]}]}
+`)
+	e.apply(fmt.Sprintf(rsYAML, "adopt", 2))
+	eventually(t, "the stray pod adopted and one more made", 10*time.Second, func() bool {
+		ps := e.list("pods", "app=adopt")
+		if len(ps) != 2 {
+			return false
+		}
+		for _, p := range ps {
+			if ref, ok := p.Metadata.ControllerOf(); !ok || ref.Name != "adopt" {
+				return false
+			}
+		}
+		return true
+	})
+	// Relabelling a pod releases it; the ReplicaSet makes another.
+	e.patch("pods", "stray", `{"metadata":{"labels":{"app":"gone"}}}`)
+	eventually(t, "release and replacement", 10*time.Second, func() bool {
+		p := e.get("pods", "stray")
+		_, owned := p.Metadata.ControllerOf()
+		return !owned && len(e.list("pods", "app=adopt")) == 2
+	})
+}
+
+// Three controller processes reconcile one ReplicaSet while it is updated
+// in a tight loop; a watch of its pods never sees more than desired.
+func TestConcurrentReconcilesNeverDuplicatePods(t *testing.T) {
+	e := newEnv(t)
+	for range 3 {
+		e.controllers(bustest.Client(t, e.conn))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pods, err := e.conn.Store(ctx, bus.StoreSpec{Bucket: "hs_pods", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := pods.Watch(ctx, bus.WatchOptions{Namespace: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	live, peak := map[string]bool{}, 0
+	go func() {
+		for ev := range ch {
+			mu.Lock()
+			switch ev.Type {
+			case bus.Added, bus.Modified:
+				live[ev.Key] = true
+			case bus.Deleted:
+				delete(live, ev.Key)
+			}
+			peak = max(peak, len(live))
+			mu.Unlock()
+		}
+	}()
+	const want = 5
+	e.apply(fmt.Sprintf(rsYAML, "hot", want))
+	deadline := time.Now().Add(3 * time.Second)
+	for i := 0; time.Now().Before(deadline); i++ {
+		e.patch("rs", "hot", fmt.Sprintf(`{"metadata":{"annotations":{"bump":"%d"}}}`, i))
+	}
+	eventually(t, "5 pods", 10*time.Second, func() bool { return len(e.list("pods", "app=hot")) == want })
+	mu.Lock()
+	defer mu.Unlock()
+	if peak > want {
+		t.Fatalf("a watch saw %d pods at once; desired %d", peak, want)
+	}
+	if peak != want {
+		t.Fatalf("the watch peaked at %d pods; want exactly %d", peak, want)
+	}
+}

@@ -1,0 +1,151 @@
+// Package controllers runs Homeostat's workload controllers on the
+// reconcile runtime: ReplicaSet, Deployment, Job, DaemonSet, the garbage
+// collector (owner references, deletion propagation) and the Namespace
+// controller. Any number of processes may run them over one bus; the work
+// queues split the keys among them.
+package controllers
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/schemas"
+	"github.com/homeostat/homeostat/services/controllers/reconcile"
+)
+
+// Config configures the controllers.
+type Config struct {
+	Bus    *bus.Conn
+	Logger *slog.Logger
+	// Workers per controller in this process (default 4).
+	Workers int
+	// Backoff after errors (default reconcile.DefaultBackoff).
+	Backoff reconcile.Backoff
+	// Resync period (default 5 minutes).
+	Resync time.Duration
+	// Now is the clock (tests); time.Now when nil.
+	Now func() time.Time
+}
+
+// Service is the controllers of one process.
+type Service struct {
+	cfg Config
+	reg *schemas.Registry
+	log *slog.Logger
+	mgr *reconcile.Manager
+}
+
+// New checks the configuration.
+func New(cfg Config) (*Service, error) {
+	if cfg.Bus == nil {
+		return nil, errors.New("controllers: Config.Bus is required")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	reg, err := schemas.New()
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Service{cfg: cfg, reg: reg, log: log}, nil
+}
+
+// Ready is closed once the controllers have synced their caches and started.
+func (s *Service) Ready() <-chan struct{} {
+	if s.mgr == nil {
+		return nil
+	}
+	return s.mgr.Ready()
+}
+
+func (s *Service) kind(group, plural string) reconcile.Kind {
+	return reconcile.KindOf(s.reg.MustLookup(group, plural))
+}
+
+// Setup builds the manager and registers every controller; Run calls it
+// when it has not been called.
+func (s *Service) Setup(ctx context.Context) error {
+	if s.mgr != nil {
+		return nil
+	}
+	mgr, err := reconcile.NewManager(ctx, reconcile.ManagerOptions{Bus: s.cfg.Bus, Logger: s.log})
+	if err != nil {
+		return err
+	}
+	s.mgr = mgr
+	pods := mgr.Informer(s.kind("", "pods"))
+	pods.AddIndex(byNamespace, namespaceIndex)
+	pods.AddIndex(byOwner, ownerIndex)
+	rsInf := mgr.Informer(s.kind("apps", "replicasets"))
+	rsInf.AddIndex(byNamespace, namespaceIndex)
+	rsInf.AddIndex(byOwner, ownerIndex)
+	for _, setup := range []func(context.Context) error{s.setupReplicaSets} {
+		if err := setup(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Service) options(name string, k reconcile.Kind, r reconcile.Reconciler) reconcile.Options {
+	return reconcile.Options{Name: name, For: k, Reconciler: r, Workers: s.cfg.Workers, Backoff: s.cfg.Backoff, Resync: s.cfg.Resync}
+}
+
+func (s *Service) setupReplicaSets(ctx context.Context) error {
+	rsKind := s.kind("apps", "replicasets")
+	pods := s.mgr.Informer(s.kind("", "pods"))
+	ev, err := s.mgr.Recorder(ctx, "replicaset-controller")
+	if err != nil {
+		return err
+	}
+	r := &replicaSets{rs: s.mgr.Informer(rsKind), pods: pods, events: ev, now: s.cfg.Now}
+	ctrl, err := s.mgr.Add(ctx, s.options("replicaset", rsKind, r))
+	if err != nil {
+		return err
+	}
+	pods.OnChange(enqueueOwner(ctrl, "ReplicaSet", pods.Kind().Bucket, podChanged))
+	pods.OnChange(adoptOrphans(ctrl, r.rs, pods.Kind().Bucket, "ReplicaSet"))
+	return nil
+}
+
+// adoptOrphans enqueues the owners whose selector matches a pod that has no
+// controller, so that they adopt it.
+func adoptOrphans(ctrl *reconcile.Controller, owners *reconcile.Informer, bucket, kind string) func(reconcile.Change) {
+	return func(ch reconcile.Change) {
+		o := ch.New
+		if o == nil || len(o.Metadata.Labels) == 0 {
+			return
+		}
+		if _, controlled := o.Metadata.ControllerOf(); controlled {
+			return
+		}
+		for _, owner := range owners.ByIndex(byNamespace, o.Metadata.Namespace) {
+			var spec struct {
+				Selector *object.LabelSelector `json:"selector"`
+			}
+			if owner.DecodeSpec(&spec) != nil {
+				continue
+			}
+			if sel, err := spec.Selector.Selector(); err == nil && sel.Matches(o.Metadata.Labels) {
+				ctrl.Enqueue(owner.Key(), &ch, bucket)
+			}
+		}
+		_ = kind
+	}
+}
+
+// Run runs the controllers until ctx ends.
+func (s *Service) Run(ctx context.Context) error {
+	if err := s.Setup(ctx); err != nil {
+		return err
+	}
+	return s.mgr.Run(ctx)
+}
