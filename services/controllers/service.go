@@ -87,7 +87,7 @@ func (s *Service) Setup(ctx context.Context) error {
 	rsInf := mgr.Informer(s.kind("apps", "replicasets"))
 	rsInf.AddIndex(byNamespace, namespaceIndex)
 	rsInf.AddIndex(byOwner, ownerIndex)
-	for _, setup := range []func(context.Context) error{s.setupReplicaSets} {
+	for _, setup := range []func(context.Context) error{s.setupReplicaSets, s.setupDeployments} {
 		if err := setup(ctx); err != nil {
 			return err
 		}
@@ -113,6 +113,25 @@ func (s *Service) setupReplicaSets(ctx context.Context) error {
 	}
 	pods.OnChange(enqueueOwner(ctrl, "ReplicaSet", pods.Kind().Bucket, podChanged))
 	pods.OnChange(adoptOrphans(ctrl, r.rs, pods.Kind().Bucket, "ReplicaSet"))
+	return nil
+}
+
+func (s *Service) setupDeployments(ctx context.Context) error {
+	dKind := s.kind("apps", "deployments")
+	rs := s.mgr.Informer(s.kind("apps", "replicasets"))
+	deploys := s.mgr.Informer(dKind)
+	deploys.AddIndex(byNamespace, namespaceIndex)
+	ev, err := s.mgr.Recorder(ctx, "deployment-controller")
+	if err != nil {
+		return err
+	}
+	d := &deployments{deploys: deploys, rs: rs, events: ev, now: s.cfg.Now}
+	ctrl, err := s.mgr.Add(ctx, s.options("deployment", dKind, d))
+	if err != nil {
+		return err
+	}
+	rs.OnChange(enqueueOwner(ctrl, "Deployment", rs.Kind().Bucket, nil))
+	rs.OnChange(adoptOrphans(ctrl, deploys, rs.Kind().Bucket, "Deployment"))
 	return nil
 }
 

@@ -1,0 +1,317 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/services/controllers/reconcile"
+)
+
+// deployments roll ReplicaSets from one pod template to the next.
+type deployments struct {
+	deploys, rs *reconcile.Informer
+	events      *reconcile.Recorder
+	now         func() time.Time
+}
+
+// rsView is a ReplicaSet with its spec and status decoded.
+type rsView struct {
+	obj    *object.Object
+	spec   kinds.ReplicaSetSpec
+	status kinds.ReplicaSetStatus
+}
+
+func (r *rsView) replicas() int32 { return kinds.Int32(r.spec.Replicas, 0) }
+
+func (r *rsView) revision() int64 {
+	n, _ := strconv.ParseInt(r.obj.Metadata.Annotations[AnnotationRevision], 10, 64)
+	return n
+}
+
+// deploymentState is what one reconcile works from.
+type deploymentState struct {
+	obj      *object.Object
+	spec     kinds.DeploymentSpec
+	status   kinds.DeploymentStatus
+	hash     string
+	newRS    *rsView
+	old      []*rsView // oldest revision first
+	replicas int32
+	surge    int32
+	unavail  int32
+}
+
+func (c *deployments) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	o, ok := c.deploys.Get(req.Key)
+	if !ok || o.Metadata.Deleting() {
+		return reconcile.Result{}, nil
+	}
+	s := &deploymentState{obj: o}
+	if err := o.DecodeSpec(&s.spec); err != nil {
+		return reconcile.Result{}, reconcile.Terminal(err)
+	}
+	_ = o.DecodeStatus(&s.status)
+	sel, err := s.spec.Selector.Selector()
+	if err != nil {
+		return reconcile.Result{}, reconcile.Terminal(err)
+	}
+	owned, err := claimObjects(ctx, c.rs.Store(), o, sel, c.rs.ByIndex(byNamespace, o.Metadata.Namespace))
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	s.replicas = kinds.Int32(s.spec.Replicas, 1)
+	s.surge, s.unavail = rollingBounds(s.spec, s.replicas)
+	s.hash = templateHash(s.spec.Template)
+	for _, r := range owned {
+		v := &rsView{obj: r}
+		if r.DecodeSpec(&v.spec) != nil {
+			continue
+		}
+		_ = r.DecodeStatus(&v.status)
+		if r.Metadata.Labels[LabelPodTemplateHash] == s.hash && !r.Metadata.Deleting() {
+			s.newRS = v
+		} else {
+			s.old = append(s.old, v)
+		}
+	}
+	sort.Slice(s.old, func(i, j int) bool { return s.old[i].revision() < s.old[j].revision() })
+	if !s.spec.Paused {
+		if err := c.rollout(ctx, s); err != nil {
+			return reconcile.Result{}, err
+		}
+		if err := c.cleanup(ctx, s); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	return c.writeStatus(ctx, s)
+}
+
+// rollingBounds resolves maxSurge (rounded up) and maxUnavailable (rounded
+// down); both zero would stall, so maxUnavailable becomes 1.
+func rollingBounds(spec kinds.DeploymentSpec, replicas int32) (surge, unavail int32) {
+	if spec.Strategy.Type == "Recreate" {
+		return 0, replicas
+	}
+	var ru kinds.RollingUpdateStrategy
+	if spec.Strategy.RollingUpdate != nil {
+		ru = *spec.Strategy.RollingUpdate
+	}
+	quarter := &kinds.IntOrString{IsString: true, Str: "25%"}
+	if ru.MaxSurge == nil {
+		ru.MaxSurge = quarter
+	}
+	if ru.MaxUnavailable == nil {
+		ru.MaxUnavailable = quarter
+	}
+	surge = ru.MaxSurge.Scaled(replicas, true, 1)
+	unavail = ru.MaxUnavailable.Scaled(replicas, false, 0)
+	if surge == 0 && unavail == 0 {
+		unavail = 1
+	}
+	return surge, unavail
+}
+
+func (c *deployments) rollout(ctx context.Context, s *deploymentState) error {
+	maxRev := int64(0)
+	for _, r := range s.old {
+		maxRev = max(maxRev, r.revision())
+	}
+	if s.newRS == nil {
+		created, err := c.createNewRS(ctx, s, maxRev+1)
+		if err != nil || created == nil {
+			return err
+		}
+		s.newRS = created
+	} else if s.newRS.revision() <= maxRev {
+		// Back to an earlier template (a rollback): it becomes the newest revision.
+		if err := c.setRevision(ctx, s.newRS, maxRev+1); err != nil {
+			return err
+		}
+	}
+	if s.spec.Strategy.Type == "Recreate" {
+		return c.recreate(ctx, s)
+	}
+	return c.rollingUpdate(ctx, s)
+}
+
+func (c *deployments) createNewRS(ctx context.Context, s *deploymentState, revision int64) (*rsView, error) {
+	d := s.obj
+	tmpl := s.spec.Template
+	labels := map[string]string{}
+	for k, v := range tmpl.Metadata.Labels {
+		labels[k] = v
+	}
+	labels[LabelPodTemplateHash] = s.hash
+	tmpl.Metadata.Labels = labels
+	sel := object.LabelSelector{MatchLabels: map[string]string{LabelPodTemplateHash: s.hash}}
+	if s.spec.Selector != nil {
+		for k, v := range s.spec.Selector.MatchLabels {
+			sel.MatchLabels[k] = v
+		}
+		sel.MatchExpressions = s.spec.Selector.MatchExpressions
+	}
+	zero := int32(0)
+	spec := kinds.ReplicaSetSpec{Replicas: &zero, MinReadySeconds: s.spec.MinReadySeconds, Selector: &sel, Template: tmpl}
+	ann := map[string]string{AnnotationRevision: strconv.FormatInt(revision, 10)}
+	if cause := d.Metadata.Annotations[AnnotationChangeCause]; cause != "" {
+		ann[AnnotationChangeCause] = cause
+	}
+	rs := &object.Object{APIVersion: "apps/v1", Kind: "ReplicaSet", Metadata: object.Meta{
+		Name: truncName(d.Metadata.Name, "-"+s.hash), Namespace: d.Metadata.Namespace, Labels: labels, Annotations: ann,
+		OwnerReferences: []object.OwnerReference{object.NewControllerRef(d)},
+	}}
+	if err := rs.SetSpec(spec); err != nil {
+		return nil, err
+	}
+	created, err := c.rs.Store().Create(ctx, rs)
+	if errors.Is(err, bus.ErrAlreadyExists) {
+		// A concurrent reconcile made it; the next pass sees it in the cache.
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.events.Event(ctx, d, kinds.EventNormal, "ScalingReplicaSet", "Created new replica set %s (revision %d)", created.Metadata.Name, revision)
+	return &rsView{obj: created, spec: spec}, nil
+}
+
+func (c *deployments) setRevision(ctx context.Context, r *rsView, rev int64) error {
+	n := r.obj.Clone()
+	if n.Metadata.Annotations == nil {
+		n.Metadata.Annotations = map[string]string{}
+	}
+	n.Metadata.Annotations[AnnotationRevision] = strconv.FormatInt(rev, 10)
+	updated, err := c.rs.Store().Update(ctx, n, bus.UpdateOptions{Current: r.obj})
+	if err != nil {
+		return err
+	}
+	r.obj = updated
+	return nil
+}
+
+// scale sets a ReplicaSet's replicas by compare-and-swap.
+func (c *deployments) scale(ctx context.Context, d *object.Object, r *rsView, n int32) error {
+	if r.replicas() == n {
+		return nil
+	}
+	from := r.replicas()
+	spec := r.spec
+	spec.Replicas = &n
+	next := r.obj.Clone()
+	if err := next.SetSpec(spec); err != nil {
+		return err
+	}
+	updated, err := c.rs.Store().Update(ctx, next, bus.UpdateOptions{Current: r.obj})
+	if err != nil {
+		return fmt.Errorf("scaling %s to %d: %w", r.obj.Metadata.Name, n, err)
+	}
+	r.obj, r.spec = updated, spec
+	verb := "up"
+	if n < from {
+		verb = "down"
+	}
+	c.events.Event(ctx, d, kinds.EventNormal, "ScalingReplicaSet", "Scaled %s replica set %s from %d to %d", verb, r.obj.Metadata.Name, from, n)
+	return nil
+}
+
+// recreate: every old pod goes before any new one starts.
+func (c *deployments) recreate(ctx context.Context, s *deploymentState) error {
+	oldLeft := false
+	for _, r := range s.old {
+		if err := c.scale(ctx, s.obj, r, 0); err != nil {
+			return err
+		}
+		if r.status.Replicas > 0 {
+			oldLeft = true
+		}
+	}
+	if oldLeft {
+		return nil
+	}
+	return c.scale(ctx, s.obj, s.newRS, s.replicas)
+}
+
+// rollingUpdate moves at most maxSurge above and maxUnavailable below the
+// desired count, as Kubernetes does.
+func (c *deployments) rollingUpdate(ctx context.Context, s *deploymentState) error {
+	total := s.newRS.replicas()
+	for _, r := range s.old {
+		total += r.replicas()
+	}
+	// Scale up the new ReplicaSet within the surge.
+	switch n := s.newRS.replicas(); {
+	case n > s.replicas:
+		if err := c.scale(ctx, s.obj, s.newRS, s.replicas); err != nil {
+			return err
+		}
+	case n < s.replicas && total < s.replicas+s.surge:
+		up := min(s.replicas, n+(s.replicas+s.surge-total))
+		if err := c.scale(ctx, s.obj, s.newRS, up); err != nil {
+			return err
+		}
+		total += up - n
+	}
+	// Scale down old ones, never below minAvailable available pods.
+	minAvailable := s.replicas - s.unavail
+	newUnavailable := max(0, s.newRS.replicas()-s.newRS.status.AvailableReplicas)
+	maxDown := total - minAvailable - newUnavailable
+	// First the old pods that are not available anyway.
+	for _, r := range s.old {
+		if maxDown <= 0 {
+			break
+		}
+		unhealthy := r.replicas() - r.status.AvailableReplicas
+		if unhealthy <= 0 {
+			continue
+		}
+		cut := min(unhealthy, maxDown)
+		if err := c.scale(ctx, s.obj, r, r.replicas()-cut); err != nil {
+			return err
+		}
+		maxDown -= cut
+	}
+	available := s.newRS.status.AvailableReplicas
+	for _, r := range s.old {
+		available += r.status.AvailableReplicas
+	}
+	down := available - minAvailable
+	for _, r := range s.old {
+		if down <= 0 {
+			break
+		}
+		cut := min(r.replicas(), down)
+		if cut <= 0 {
+			continue
+		}
+		if err := c.scale(ctx, s.obj, r, r.replicas()-cut); err != nil {
+			return err
+		}
+		down -= cut
+	}
+	return nil
+}
+
+// cleanup keeps revisionHistoryLimit scaled-down old ReplicaSets.
+func (c *deployments) cleanup(ctx context.Context, s *deploymentState) error {
+	limit := int(kinds.Int32(s.spec.RevisionHistoryLimit, 10))
+	var idle []*rsView
+	for _, r := range s.old {
+		if r.replicas() == 0 && r.status.Replicas == 0 && !r.obj.Metadata.Deleting() {
+			idle = append(idle, r)
+		}
+	}
+	for i := 0; i < len(idle)-limit; i++ {
+		_, _, err := c.rs.Store().Delete(ctx, idle[i].obj.Key(), bus.DeleteOptions{UID: idle[i].obj.Metadata.UID})
+		if err != nil && !errors.Is(err, bus.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,175 @@
+package controllers_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/object"
+)
+
+const deployYAML = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: %s}
+spec:
+  replicas: %d
+  strategy: %s
+  revisionHistoryLimit: 2
+  selector: {matchLabels: {app: %[1]s}}
+  template:
+    metadata: {labels: {app: %[1]s}}
+    spec: {containers: [{name: c, command: [sleep, "%[4]s"]}]}
+`
+
+func deployment(name string, replicas int, strategy, version string) string {
+	return fmt.Sprintf(deployYAML, name, replicas, strategy, version)
+}
+
+func deployStatus(e *env, name string) (kinds.DeploymentStatus, *object.Object) {
+	var st kinds.DeploymentStatus
+	o := e.get("deployments", name)
+	_ = o.DecodeStatus(&st)
+	return st, o
+}
+
+func cond(st kinds.DeploymentStatus, t string) object.Condition {
+	if c := object.FindCondition(st.Conditions, t); c != nil {
+		return *c
+	}
+	return object.Condition{}
+}
+
+func rolledOut(e *env, name string, replicas int32) func() bool {
+	return func() bool {
+		st, o := deployStatus(e, name)
+		return st.ObservedGeneration == o.Metadata.Generation && st.UpdatedReplicas == replicas &&
+			st.AvailableReplicas == replicas && st.Replicas == replicas &&
+			cond(st, "Progressing").Reason == "NewReplicaSetAvailable" && cond(st, "Available").Status == "True"
+	}
+}
+
+func replicaSets(e *env, app string) map[string]string {
+	out := map[string]string{}
+	for _, rs := range e.list("rs", "app="+app) {
+		var spec kinds.ReplicaSetSpec
+		_ = rs.DecodeSpec(&spec)
+		out[rs.Metadata.Annotations["deployment.homeostat.io/revision"]] = fmt.Sprintf("%s=%d", rs.Metadata.Name, kinds.Int32(spec.Replicas, 0))
+	}
+	return out
+}
+
+func TestDeploymentRollingUpdateAndRollback(t *testing.T) {
+	e := newEnv(t)
+	e.controllers(e.conn)
+	stop := e.runPods("app=web")
+	defer stop()
+	e.apply(deployment("web", 4, "{type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}", "100"))
+	eventually(t, "first rollout", 15*time.Second, rolledOut(e, "web", 4))
+	first := replicaSets(e, "web")
+	if len(first) != 1 || !strings.HasSuffix(first["1"], "=4") {
+		t.Fatalf("after the first rollout: %v", first)
+	}
+
+	// Watch the pod count during the update: at most replicas+maxSurge exist.
+	peak := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for !rolledOut(e, "web", 4)() || len(replicaSets(e, "web")) < 2 {
+			peak = max(peak, len(activePods(e.list("pods", "app=web"))))
+		}
+	}()
+	e.apply(deployment("web", 4, "{type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}", "200"))
+	<-done
+	eventually(t, "second rollout", 15*time.Second, rolledOut(e, "web", 4))
+	if peak > 5 {
+		t.Fatalf("saw %d pods during a rollout with 4 replicas and maxSurge 1", peak)
+	}
+	second := replicaSets(e, "web")
+	if !strings.HasSuffix(second["1"], "=0") || !strings.HasSuffix(second["2"], "=4") {
+		t.Fatalf("after the update: %v", second)
+	}
+
+	// Rolling back to the first template reuses its ReplicaSet as revision 3.
+	e.apply(deployment("web", 4, "{type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}", "100"))
+	eventually(t, "rollback", 15*time.Second, func() bool {
+		rs := replicaSets(e, "web")
+		return rolledOut(e, "web", 4)() && rs["3"] == strings.Replace(first["1"], "=4", "=4", 1) && strings.HasSuffix(rs["2"], "=0")
+	})
+}
+
+func TestDeploymentRecreate(t *testing.T) {
+	e := newEnv(t)
+	e.controllers(e.conn)
+	stop := e.runPods("app=rec")
+	defer stop()
+	e.apply(deployment("rec", 2, "{type: Recreate}", "1"))
+	eventually(t, "first rollout", 15*time.Second, rolledOut(e, "rec", 2))
+	oldNames := map[string]bool{}
+	for _, p := range e.list("pods", "app=rec") {
+		oldNames[p.Metadata.Name] = true
+	}
+	mixed := false
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for !(rolledOut(e, "rec", 2)() && len(replicaSets(e, "rec")) == 2) {
+			oldSeen, newSeen := false, false
+			for _, p := range e.list("pods", "app=rec") {
+				if oldNames[p.Metadata.Name] {
+					oldSeen = true
+				} else {
+					newSeen = true
+				}
+			}
+			mixed = mixed || (oldSeen && newSeen)
+		}
+	}()
+	e.apply(deployment("rec", 2, "{type: Recreate}", "2"))
+	<-done
+	if mixed {
+		t.Fatal("Recreate ran old and new pods at the same time")
+	}
+}
+
+func TestDeploymentPauseResumeAndHistoryLimit(t *testing.T) {
+	e := newEnv(t)
+	e.controllers(e.conn)
+	stop := e.runPods("app=p")
+	defer stop()
+	strategy := "{type: RollingUpdate}"
+	e.apply(deployment("p", 2, strategy, "1"))
+	eventually(t, "first rollout", 15*time.Second, rolledOut(e, "p", 2))
+	e.patch("deployments", "p", `{"spec":{"paused":true}}`)
+	e.apply(strings.Replace(deployment("p", 2, strategy, "2"), "revisionHistoryLimit: 2", "revisionHistoryLimit: 2\n  paused: true", 1))
+	eventually(t, "paused condition", 10*time.Second, func() bool {
+		st, _ := deployStatus(e, "p")
+		return cond(st, "Progressing").Reason == "DeploymentPaused"
+	})
+	if n := len(replicaSets(e, "p")); n != 1 {
+		t.Fatalf("a paused deployment rolled out: %d ReplicaSets", n)
+	}
+	e.patch("deployments", "p", `{"spec":{"paused":false}}`)
+	eventually(t, "rollout after resume", 15*time.Second, func() bool { return rolledOut(e, "p", 2)() && len(replicaSets(e, "p")) == 2 })
+	for _, v := range []string{"3", "4", "5"} {
+		e.apply(deployment("p", 2, strategy, v))
+		eventually(t, "rollout "+v, 15*time.Second, func() bool {
+			rs := replicaSets(e, "p")
+			return rolledOut(e, "p", 2)() && strings.HasSuffix(rs[v], "=2")
+		})
+	}
+	eventually(t, "history limited to 2 old ReplicaSets", 10*time.Second, func() bool { return len(replicaSets(e, "p")) == 3 })
+}
+
+func TestDeploymentProgressDeadline(t *testing.T) {
+	e := newEnv(t)
+	e.controllers(e.conn)
+	e.apply(strings.Replace(deployment("slow", 1, "{type: RollingUpdate}", "1"), "revisionHistoryLimit: 2", "progressDeadlineSeconds: 1", 1))
+	eventually(t, "deadline exceeded", 15*time.Second, func() bool {
+		st, _ := deployStatus(e, "slow")
+		c := cond(st, "Progressing")
+		return c.Status == "False" && c.Reason == "ProgressDeadlineExceeded"
+	})
+}
