@@ -44,11 +44,11 @@ type QueueSpec struct {
 
 // Queue is a durable work queue.
 type Queue struct {
-	conn    *Conn
-	spec    QueueSpec
-	stream  string
-	prefix  string
-	cons    jetstream.Consumer
+	conn   *Conn
+	spec   QueueSpec
+	stream string
+	prefix string
+	cons   jetstream.Consumer
 }
 
 // Queue creates or opens a work queue and its shared durable consumer.

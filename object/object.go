@@ -233,3 +233,15 @@ const (
 	Bookmark = "BOOKMARK"
 	Error    = "ERROR"
 )
+
+// Finalizers with a meaning to Homeostat itself.
+const (
+	// FinalizerOrphan: the garbage collector strips the owner reference
+	// from every dependent before the owner goes (propagationPolicy=Orphan).
+	FinalizerOrphan = "orphan"
+	// FinalizerForeground: the garbage collector deletes every dependent
+	// before the owner goes (propagationPolicy=Foreground).
+	FinalizerForeground = "foregroundDeletion"
+	// FinalizerNamespace: a namespace stays until everything in it is gone.
+	FinalizerNamespace = "homeostat.io/namespace"
+)

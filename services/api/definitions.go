@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -106,7 +107,47 @@ func (s *Service) afterDelete(r *http.Request, ref *resourceRef, o *object.Objec
 	}
 }
 
-// prepareDelete is where deletion policy is applied before the store acts.
+// prepareDelete applies the propagation policy: Orphan and Foreground are
+// finalizers the garbage collector acts on before the object goes.
 func (s *Service) prepareDelete(r *http.Request, ref *resourceRef, policy string, opts *bus.DeleteOptions) *apiError {
-	return nil
+	var f string
+	switch policy {
+	case "Orphan":
+		f = object.FinalizerOrphan
+	case "Foreground":
+		f = object.FinalizerForeground
+	default:
+		return nil
+	}
+	if !ref.res.Custom && ref.res.Kind == "Namespace" {
+		return nil
+	}
+	for attempt := 0; attempt < 5; attempt++ {
+		cur, err := ref.store.Get(r.Context(), ref.key())
+		if err != nil {
+			return storeError(ref, ref.name, err)
+		}
+		if cur.Metadata.HasFinalizer(f) || cur.Metadata.Deleting() {
+			return nil
+		}
+		rev, _ := bus.Revision(cur.Metadata.ResourceVersion)
+		if (opts.UID != "" && opts.UID != cur.Metadata.UID) || (opts.Revision != 0 && opts.Revision != rev) {
+			return storeError(ref, ref.name, bus.ErrConflict)
+		}
+		n := cur.Clone()
+		n.Metadata.Finalizers = append(n.Metadata.Finalizers, f)
+		updated, err := ref.store.Update(r.Context(), n, bus.UpdateOptions{Current: cur})
+		if errors.Is(err, bus.ErrConflict) && opts.Revision == 0 {
+			continue
+		}
+		if err != nil {
+			return storeError(ref, ref.name, err)
+		}
+		if opts.Revision != 0 {
+			// The precondition held; the delete follows our own write.
+			opts.Revision, _ = bus.Revision(updated.Metadata.ResourceVersion)
+		}
+		return nil
+	}
+	return storeError(ref, ref.name, bus.ErrConflict)
 }

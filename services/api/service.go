@@ -146,8 +146,9 @@ func (s *Service) setup(ctx context.Context) error {
 		return err
 	}
 	for _, name := range []string{"default", "homeostat-system"} {
-		_, err := ns.Create(ctx, &object.Object{APIVersion: "v1", Kind: "Namespace", Metadata: object.Meta{Name: name},
-			Status: []byte(`{"phase":"Active"}`)})
+		_, err := ns.Create(ctx, &object.Object{APIVersion: "v1", Kind: "Namespace",
+			Metadata: object.Meta{Name: name, Finalizers: []string{object.FinalizerNamespace}},
+			Status:   []byte(`{"phase":"Active"}`)})
 		if err != nil && !errors.Is(err, bus.ErrAlreadyExists) {
 			return fmt.Errorf("api: create namespace %s: %w", name, err)
 		}

@@ -40,6 +40,9 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request, ref *resourceRe
 	o.Status = nil
 	if !ref.res.Custom && ref.res.Kind == "Namespace" {
 		o.Status = []byte(`{"phase":"Active"}`)
+		if !o.Metadata.HasFinalizer(object.FinalizerNamespace) {
+			o.Metadata.Finalizers = append(o.Metadata.Finalizers, object.FinalizerNamespace)
+		}
 	}
 	o.Metadata.UID, o.Metadata.Generation = "", 0
 	o.Metadata.DeletionTimestamp, o.Metadata.DeletionGracePeriodSeconds = nil, nil

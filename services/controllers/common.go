@@ -33,10 +33,10 @@ func ownerIndex(o *object.Object) []string {
 
 // Label keys Homeostat sets on what controllers create.
 const (
-	LabelPodTemplateHash = "pod-template-hash"
-	LabelJobName         = "job-name"
-	LabelControllerUID   = "controller-uid"
-	AnnotationRevision   = "deployment.homeostat.io/revision"
+	LabelPodTemplateHash  = "pod-template-hash"
+	LabelJobName          = "job-name"
+	LabelControllerUID    = "controller-uid"
+	AnnotationRevision    = "deployment.homeostat.io/revision"
 	AnnotationChangeCause = "homeostat.io/change-cause"
 )
 

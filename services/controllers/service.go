@@ -37,6 +37,7 @@ type Service struct {
 	reg *schemas.Registry
 	log *slog.Logger
 	mgr *reconcile.Manager
+	gc  *garbageCollector
 }
 
 // New checks the configuration.
@@ -87,7 +88,8 @@ func (s *Service) Setup(ctx context.Context) error {
 	rsInf := mgr.Informer(s.kind("apps", "replicasets"))
 	rsInf.AddIndex(byNamespace, namespaceIndex)
 	rsInf.AddIndex(byOwner, ownerIndex)
-	for _, setup := range []func(context.Context) error{s.setupReplicaSets, s.setupDeployments} {
+	for _, setup := range []func(context.Context) error{s.setupReplicaSets, s.setupDeployments, s.setupJobs,
+		s.setupDaemonSets, s.setupGC, s.setupNamespaces} {
 		if err := setup(ctx); err != nil {
 			return err
 		}
@@ -166,5 +168,97 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := s.Setup(ctx); err != nil {
 		return err
 	}
-	return s.mgr.Run(ctx)
+	sweepDone := make(chan struct{})
+	go func() {
+		defer close(sweepDone)
+		select {
+		case <-s.mgr.Ready():
+			s.gc.sweep(ctx, s.resync())
+		case <-ctx.Done():
+		}
+	}()
+	err := s.mgr.Run(ctx)
+	<-sweepDone
+	return err
+}
+
+func (s *Service) resync() time.Duration {
+	if s.cfg.Resync > 0 {
+		return s.cfg.Resync
+	}
+	return 5 * time.Minute
+}
+
+func (s *Service) setupJobs(ctx context.Context) error {
+	jKind := s.kind("batch", "jobs")
+	pods := s.mgr.Informer(s.kind("", "pods"))
+	ev, err := s.mgr.Recorder(ctx, "job-controller")
+	if err != nil {
+		return err
+	}
+	j := &jobs{jobs: s.mgr.Informer(jKind), pods: pods, events: ev, now: s.cfg.Now}
+	ctrl, err := s.mgr.Add(ctx, s.options("job", jKind, j))
+	if err != nil {
+		return err
+	}
+	pods.OnChange(enqueueOwner(ctrl, "Job", pods.Kind().Bucket, podChanged))
+	return nil
+}
+
+func (s *Service) setupDaemonSets(ctx context.Context) error {
+	dsKind := s.kind("apps", "daemonsets")
+	pods := s.mgr.Informer(s.kind("", "pods"))
+	nodes := s.mgr.Informer(s.kind("", "nodes"))
+	ev, err := s.mgr.Recorder(ctx, "daemonset-controller")
+	if err != nil {
+		return err
+	}
+	ds := &daemonSets{ds: s.mgr.Informer(dsKind), pods: pods, nodes: nodes, events: ev, now: s.cfg.Now}
+	ctrl, err := s.mgr.Add(ctx, s.options("daemonset", dsKind, ds))
+	if err != nil {
+		return err
+	}
+	pods.OnChange(enqueueOwner(ctrl, "DaemonSet", pods.Kind().Bucket, podChanged))
+	nodes.OnChange(func(ch reconcile.Change) {
+		if ch.Old != nil && ch.New != nil && !nodeChanged(ch.Old, ch.New) {
+			return
+		}
+		for _, k := range ds.ds.Keys() {
+			ctrl.Enqueue(k, &ch, nodes.Kind().Bucket)
+		}
+	})
+	return nil
+}
+
+// nodeChanged reports node changes that can change where daemons run.
+func nodeChanged(old, new *object.Object) bool {
+	return !object.SameJSON(old.Spec, new.Spec) || !object.SameJSON(mustJSON(old.Metadata.Labels), mustJSON(new.Metadata.Labels))
+}
+
+func (s *Service) setupGC(ctx context.Context) error {
+	g := &garbageCollector{bus: s.cfg.Bus, reg: s.reg, infs: map[string]*reconcile.Informer{}, log: s.log}
+	for _, gr := range [][2]string{{"", "pods"}, {"apps", "replicasets"}, {"apps", "deployments"}, {"apps", "daemonsets"}, {"batch", "jobs"}} {
+		inf := s.mgr.Informer(s.kind(gr[0], gr[1]))
+		inf.AddIndex(byOwnerUID, ownerUIDIndex)
+		g.infs[inf.Kind().Bucket] = inf
+	}
+	opts := s.options("garbage-collector", reconcile.Kind{}, g)
+	opts.NoSource = true
+	ctrl, err := s.mgr.Add(ctx, opts)
+	if err != nil {
+		return err
+	}
+	g.ctrl = ctrl
+	for _, inf := range g.infs {
+		g.watch(inf)
+	}
+	s.gc = g
+	return nil
+}
+
+func (s *Service) setupNamespaces(ctx context.Context) error {
+	nsKind := s.kind("", "namespaces")
+	n := &namespaces{ns: s.mgr.Informer(nsKind), bus: s.cfg.Bus, reg: s.reg, log: s.log}
+	_, err := s.mgr.Add(ctx, s.options("namespace", nsKind, n))
+	return err
 }

@@ -21,7 +21,9 @@ type Options struct {
 	// Name identifies the controller: its queue, metrics and retry records.
 	Name string
 	// For is the kind whose keys the controller reconciles. Every write of
-	// it is enqueued server-side unless NoSource is set.
+	// it is enqueued server-side unless NoSource is set. A controller over
+	// several kinds sets NoSource, leaves For empty, and gets the raw key
+	// of whatever it enqueued.
 	For      Kind
 	NoSource bool
 	// Reconciler does the work.
@@ -84,7 +86,7 @@ func (c *Controller) run(ctx context.Context, workCtx context.Context) error {
 // anything missed. Not at start: the queue is durable, and re-enqueueing a
 // key would restart its backoff.
 func (c *Controller) resync(ctx context.Context) {
-	if c.opts.Resync < 0 {
+	if c.opts.Resync < 0 || c.opts.For.Bucket == "" {
 		return
 	}
 	inf := c.mgr.Informer(c.opts.For)
@@ -166,6 +168,9 @@ func (c *Controller) call(ctx context.Context, req Request) (res Result, err err
 
 func (c *Controller) settle(ctx context.Context, d *bus.Delivery, res Result, err error, traceID string, rev uint64) string {
 	bucket := c.opts.For.Bucket
+	if bucket == "" {
+		bucket = "-"
+	}
 	switch {
 	case err == nil && res.RequeueAfter > 0:
 		c.clearRecord(ctx, bucket, d.Key)

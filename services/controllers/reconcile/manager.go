@@ -84,8 +84,8 @@ func (m *Manager) informerOf(bucket string) *Informer {
 
 // Add registers a controller; its queue is created now.
 func (m *Manager) Add(ctx context.Context, opts Options) (*Controller, error) {
-	if opts.Name == "" || opts.Reconciler == nil || opts.For.Bucket == "" {
-		return nil, errors.New("reconcile: Options need Name, For and Reconciler")
+	if opts.Name == "" || opts.Reconciler == nil || (opts.For.Bucket == "" && !opts.NoSource) {
+		return nil, errors.New("reconcile: Options need Name, Reconciler, and For unless NoSource")
 	}
 	if opts.Workers == 0 {
 		opts.Workers = 4
@@ -109,8 +109,10 @@ func (m *Manager) Add(ctx context.Context, opts Options) (*Controller, error) {
 	if !opts.NoSource {
 		spec.Sources = []string{opts.For.Bucket}
 	}
-	if _, err := m.store(ctx, opts.For); err != nil {
-		return nil, err
+	if opts.For.Bucket != "" {
+		if _, err := m.store(ctx, opts.For); err != nil {
+			return nil, err
+		}
 	}
 	q, err := m.opts.Bus.Queue(ctx, spec)
 	if err != nil {
@@ -118,7 +120,9 @@ func (m *Manager) Add(ctx context.Context, opts Options) (*Controller, error) {
 	}
 	c := &Controller{opts: opts, mgr: m, queue: q, log: m.log}
 	c.enq = newEnqueuer(q, opts.CoalesceEvery, opts.Name, m.log)
-	m.Informer(opts.For)
+	if opts.For.Bucket != "" {
+		m.Informer(opts.For)
+	}
 	m.mu.Lock()
 	m.controllers = append(m.controllers, c)
 	m.mu.Unlock()

@@ -82,6 +82,9 @@ func KindOf(res *schemas.Resource) Kind {
 
 // RequestFor builds the request for a key of kind k.
 func RequestFor(k Kind, key string) Request {
+	if k.Bucket == "" {
+		return Request{Key: key}
+	}
 	ns, name := object.SplitKey(key, k.Namespaced)
 	return Request{Key: key, Namespace: ns, Name: name}
 }

@@ -1,0 +1,292 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/schemas"
+	"github.com/homeostat/homeostat/services/controllers/reconcile"
+)
+
+// Finalizers that ask the garbage collector to act before an owner goes.
+const (
+	FinalizerOrphan     = object.FinalizerOrphan
+	FinalizerForeground = object.FinalizerForeground
+)
+
+const (
+	byOwnerUID  = "ownerUID"
+	byOwnerName = "ownerName"
+)
+
+// garbageCollector deletes objects whose owners are all gone (background
+// cascading deletion), strips owner references from dependents of an owner
+// deleted with the orphan policy, and deletes the dependents of an owner
+// deleted in the foreground before letting it go. Its keys are
+// <bucket>.<object key> over every built-in kind that has dependents.
+type garbageCollector struct {
+	bus  *bus.Conn
+	reg  *schemas.Registry
+	infs map[string]*reconcile.Informer // by bucket
+	ctrl *reconcile.Controller
+	log  interface{ Warn(string, ...any) }
+
+	regMu sync.Mutex
+}
+
+func ownerUIDIndex(o *object.Object) []string {
+	out := make([]string, 0, len(o.Metadata.OwnerReferences))
+	for _, r := range o.Metadata.OwnerReferences {
+		out = append(out, r.UID)
+	}
+	return out
+}
+
+func gcKey(bucket, key string) string { return bucket + "." + key }
+
+// watch installs the handlers that enqueue what may need collecting.
+func (g *garbageCollector) watch(inf *reconcile.Informer) {
+	bucket := inf.Kind().Bucket
+	inf.OnChange(func(ch reconcile.Change) {
+		if ch.New == nil {
+			// The owner is gone: its dependents may be orphans now.
+			for _, d := range g.dependents(ch.Old.Metadata.UID) {
+				g.ctrl.Enqueue(gcKey(d.bucket, d.obj.Key()), &ch, bucket)
+			}
+			// An owner being deleted in the foreground waits for this.
+			for _, r := range ch.Old.Metadata.OwnerReferences {
+				if b, ok := g.bucketOf(r); ok {
+					g.ctrl.Enqueue(gcKey(b, object.Key(g.ownerNamespace(ch.Old, r), r.Name)), &ch, bucket)
+				}
+			}
+			return
+		}
+		o := ch.New
+		if o.Metadata.Deleting() && (o.Metadata.HasFinalizer(FinalizerOrphan) || o.Metadata.HasFinalizer(FinalizerForeground)) {
+			g.ctrl.Enqueue(gcKey(bucket, o.Key()), &ch, bucket)
+			return
+		}
+		if len(o.Metadata.OwnerReferences) > 0 && g.ownerMissingFromCache(o) {
+			g.ctrl.Enqueue(gcKey(bucket, o.Key()), &ch, bucket)
+		}
+	})
+}
+
+type dependent struct {
+	bucket string
+	obj    *object.Object
+}
+
+func (g *garbageCollector) dependents(uid string) []dependent {
+	var out []dependent
+	for b, inf := range g.infs {
+		for _, o := range inf.ByIndex(byOwnerUID, uid) {
+			out = append(out, dependent{b, o})
+		}
+	}
+	return out
+}
+
+// bucketOf resolves an owner reference's kind to its bucket, learning
+// custom kinds from their definitions on demand.
+func (g *garbageCollector) bucketOf(r object.OwnerReference) (string, bool) {
+	if res, ok := g.reg.ForKind(r.APIVersion, r.Kind); ok {
+		return res.Bucket(), true
+	}
+	return "", false
+}
+
+func (g *garbageCollector) resourceOf(ctx context.Context, r object.OwnerReference) (*schemas.Resource, error) {
+	if res, ok := g.reg.ForKind(r.APIVersion, r.Kind); ok {
+		return res, nil
+	}
+	g.regMu.Lock()
+	defer g.regMu.Unlock()
+	defs, err := g.bus.Store(ctx, bus.StoreSpec{Bucket: g.reg.MustLookup("homeostat.io", "resourcedefinitions").Bucket()})
+	if err != nil {
+		return nil, err
+	}
+	list, err := defs.List(ctx, bus.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range list.Items {
+		_, _ = g.reg.Register(d)
+	}
+	if res, ok := g.reg.ForKind(r.APIVersion, r.Kind); ok {
+		return res, nil
+	}
+	return nil, nil
+}
+
+func (g *garbageCollector) ownerNamespace(dep *object.Object, r object.OwnerReference) string {
+	if res, ok := g.reg.ForKind(r.APIVersion, r.Kind); ok && !res.Namespaced {
+		return ""
+	}
+	return dep.Metadata.Namespace
+}
+
+// ownerMissingFromCache is a cheap filter: true when some owner is not in
+// a synced cache (the reconcile then checks the store itself).
+func (g *garbageCollector) ownerMissingFromCache(o *object.Object) bool {
+	for _, r := range o.Metadata.OwnerReferences {
+		b, ok := g.bucketOf(r)
+		inf := g.infs[b]
+		if !ok || inf == nil {
+			return true
+		}
+		if !inf.Synced() {
+			return false // the sweep after sync looks again
+		}
+		owner, found := inf.Get(object.Key(g.ownerNamespace(o, r), r.Name))
+		if !found || owner.Metadata.UID != r.UID {
+			return true
+		}
+	}
+	return false
+}
+
+// sweep enqueues every object whose owners are missing: at start, once the
+// caches are synced, and then every period.
+func (g *garbageCollector) sweep(ctx context.Context, every time.Duration) {
+	for {
+		for b, inf := range g.infs {
+			for _, o := range inf.List() {
+				if (len(o.Metadata.OwnerReferences) > 0 && g.ownerMissingFromCache(o)) ||
+					(o.Metadata.Deleting() && (o.Metadata.HasFinalizer(FinalizerOrphan) || o.Metadata.HasFinalizer(FinalizerForeground))) {
+					g.ctrl.EnqueueKey(gcKey(b, o.Key()))
+				}
+			}
+		}
+		t := time.NewTimer(every)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (g *garbageCollector) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	bucket, key, ok := strings.Cut(req.Key, ".")
+	inf := g.infs[bucket]
+	if !ok || inf == nil {
+		return reconcile.Result{}, nil
+	}
+	o, found := inf.Get(key)
+	if !found {
+		return reconcile.Result{}, nil
+	}
+	if o.Metadata.Deleting() {
+		return g.finalize(ctx, inf, o)
+	}
+	if len(o.Metadata.OwnerReferences) == 0 {
+		return reconcile.Result{}, nil
+	}
+	for _, r := range o.Metadata.OwnerReferences {
+		exists, err := g.ownerExists(ctx, o, r)
+		if err != nil || exists {
+			return reconcile.Result{}, err
+		}
+	}
+	_, _, err := inf.Store().Delete(ctx, o.Key(), bus.DeleteOptions{UID: o.Metadata.UID})
+	if errors.Is(err, bus.ErrNotFound) || errors.Is(err, bus.ErrConflict) {
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{}, err
+}
+
+// ownerExists checks the cache, then the store: a new owner may not be in
+// this process's cache yet, and deleting its dependents would be wrong.
+func (g *garbageCollector) ownerExists(ctx context.Context, dep *object.Object, r object.OwnerReference) (bool, error) {
+	res, err := g.resourceOf(ctx, r)
+	if err != nil {
+		return false, err
+	}
+	if res == nil {
+		return true, nil // a kind this process cannot see: leave it be
+	}
+	key := object.Key(g.ownerNamespace(dep, r), r.Name)
+	if inf := g.infs[res.Bucket()]; inf != nil {
+		if owner, ok := inf.Get(key); ok && owner.Metadata.UID == r.UID {
+			return true, nil
+		}
+	}
+	st, err := g.bus.Store(ctx, bus.StoreSpec{Bucket: res.Bucket(), Namespaced: res.Namespaced, TTL: res.TTL})
+	if err != nil {
+		return false, err
+	}
+	owner, err := st.Get(ctx, key)
+	if errors.Is(err, bus.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return owner.Metadata.UID == r.UID, nil
+}
+
+// finalize carries out the orphan and foreground policies of an owner
+// being deleted, then removes its finalizer so that the store lets it go.
+func (g *garbageCollector) finalize(ctx context.Context, inf *reconcile.Informer, o *object.Object) (reconcile.Result, error) {
+	deps := g.dependents(o.Metadata.UID)
+	switch {
+	case o.Metadata.HasFinalizer(FinalizerOrphan):
+		for _, d := range deps {
+			if err := setOwner(ctx, g.infs[d.bucket].Store(), d.obj, nil, o.Metadata.UID); err != nil {
+				return reconcile.Result{}, fmt.Errorf("orphaning %s: %w", d.obj.Key(), err)
+			}
+		}
+		return reconcile.Result{}, g.dropFinalizer(ctx, inf, o, FinalizerOrphan)
+	case o.Metadata.HasFinalizer(FinalizerForeground):
+		for _, d := range deps {
+			if d.obj.Metadata.Deleting() {
+				continue
+			}
+			st := g.infs[d.bucket].Store()
+			if err := g.deleteForeground(ctx, st, d.obj); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
+		if len(deps) > 0 {
+			return reconcile.Result{RequeueAfter: 500 * time.Millisecond}, nil
+		}
+		return reconcile.Result{}, g.dropFinalizer(ctx, inf, o, FinalizerForeground)
+	}
+	return reconcile.Result{}, nil
+}
+
+// deleteForeground deletes a dependent, in the foreground too when it has
+// dependents of its own, so that the whole tree goes bottom-up.
+func (g *garbageCollector) deleteForeground(ctx context.Context, st *bus.Store, d *object.Object) error {
+	if len(g.dependents(d.Metadata.UID)) > 0 && !d.Metadata.HasFinalizer(FinalizerForeground) {
+		n := d.Clone()
+		n.Metadata.Finalizers = append(n.Metadata.Finalizers, FinalizerForeground)
+		var err error
+		if d, err = st.Update(ctx, n, bus.UpdateOptions{Current: d}); err != nil {
+			return err
+		}
+	}
+	_, _, err := st.Delete(ctx, d.Key(), bus.DeleteOptions{UID: d.Metadata.UID})
+	if errors.Is(err, bus.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+func (g *garbageCollector) dropFinalizer(ctx context.Context, inf *reconcile.Informer, o *object.Object, f string) error {
+	n := o.Clone()
+	n.Metadata.RemoveFinalizer(f)
+	_, err := inf.Store().Update(ctx, n, bus.UpdateOptions{Current: o})
+	if errors.Is(err, bus.ErrNotFound) {
+		return nil
+	}
+	return err
+}

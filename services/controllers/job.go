@@ -1,0 +1,183 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/services/controllers/reconcile"
+)
+
+// jobs run pods to completion. Pods are named <job>-<n> with the lowest n
+// not yet used; pods are never reused, so two reconciles at once with the
+// same view pick the same names.
+type jobs struct {
+	jobs, pods *reconcile.Informer
+	events     *reconcile.Recorder
+	now        func() time.Time
+}
+
+func (c *jobs) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	o, ok := c.jobs.Get(req.Key)
+	if !ok || o.Metadata.Deleting() {
+		return reconcile.Result{}, nil
+	}
+	var spec kinds.JobSpec
+	var status kinds.JobStatus
+	if err := o.DecodeSpec(&spec); err != nil {
+		return reconcile.Result{}, reconcile.Terminal(err)
+	}
+	_ = o.DecodeStatus(&status)
+	now := c.now().UTC().Truncate(time.Second)
+	var pods, active []*kinds.Pod
+	var succeeded, failed, ready int32
+	for _, p := range c.pods.ByIndex(byOwner, o.Metadata.UID) {
+		pod, err := kinds.DecodePod(p)
+		if err != nil {
+			continue
+		}
+		pods = append(pods, pod)
+		switch {
+		case pod.Status.Phase == kinds.PodSucceeded:
+			succeeded++
+		case pod.Status.Phase == kinds.PodFailed:
+			failed++
+		case !pod.Metadata.Deleting():
+			active = append(active, pod)
+			if pod.Ready() {
+				ready++
+			}
+		}
+		if spec.Template.Spec.RestartPolicy == kinds.RestartOnFailure {
+			failed += pod.Restarts()
+		}
+	}
+	st := kinds.JobStatus{StartTime: status.StartTime, CompletionTime: status.CompletionTime, Conditions: status.Conditions,
+		ObservedGeneration: o.Metadata.Generation, Succeeded: succeeded, Failed: failed}
+	if st.StartTime == nil && !spec.Suspend {
+		st.StartTime = &now
+	}
+	completions := kinds.Int32(spec.Completions, 1)
+	var requeue time.Duration
+	var errs []error
+	finish := func(t, reason, msg string) {
+		object.SetCondition(&st.Conditions, object.Condition{Type: t, Status: object.ConditionTrue, Reason: reason, Message: msg}, now)
+		for _, p := range active {
+			errs = append(errs, deletePod(ctx, c.pods.Store(), p.Object))
+		}
+		active = nil
+		if t == "Complete" && st.CompletionTime == nil {
+			st.CompletionTime = &now
+		}
+		if !finished(status) {
+			typ := kinds.EventNormal
+			if t == "Failed" {
+				typ = kinds.EventWarning
+			}
+			c.events.Event(ctx, o, typ, reason, "%s", msg)
+		}
+	}
+	switch {
+	case finished(status):
+		for _, p := range active {
+			errs = append(errs, deletePod(ctx, c.pods.Store(), p.Object))
+		}
+		active = nil
+		requeue = c.expireFinished(ctx, o, spec, status, now, &errs)
+	case failed > kinds.Int32(spec.BackoffLimit, 6):
+		finish("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
+	case spec.ActiveDeadlineSeconds != nil && st.StartTime != nil &&
+		now.Sub(*st.StartTime) >= time.Duration(*spec.ActiveDeadlineSeconds)*time.Second:
+		finish("Failed", "DeadlineExceeded", "Job was active longer than specified deadline")
+	case succeeded >= completions:
+		finish("Complete", "Completed", "Job completed")
+	case spec.Suspend:
+		for _, p := range active {
+			errs = append(errs, deletePod(ctx, c.pods.Store(), p.Object))
+		}
+		active = nil
+	default:
+		want := min(kinds.Int32(spec.Parallelism, 1), completions-succeeded)
+		active = c.adjust(ctx, o, spec, pods, active, want, &errs)
+		if spec.ActiveDeadlineSeconds != nil && st.StartTime != nil {
+			requeue = st.StartTime.Add(time.Duration(*spec.ActiveDeadlineSeconds) * time.Second).Sub(now)
+		}
+	}
+	st.Active, st.Ready = int32(len(active)), ready
+	if err := updateStatus(ctx, c.jobs.Store(), o, st); err != nil {
+		errs = append(errs, err)
+	}
+	return reconcile.Result{RequeueAfter: max(requeue, 0)}, errors.Join(errs...)
+}
+
+func finished(st kinds.JobStatus) bool {
+	for _, t := range []string{"Complete", "Failed"} {
+		if c := object.FindCondition(st.Conditions, t); c != nil && c.Status == object.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// adjust creates or deletes pods to have want active ones.
+func (c *jobs) adjust(ctx context.Context, o *object.Object, spec kinds.JobSpec, pods, active []*kinds.Pod, want int32, errs *[]error) []*kinds.Pod {
+	used := map[string]bool{}
+	for _, p := range pods {
+		used[p.Metadata.Name] = true
+	}
+	labels := map[string]string{LabelJobName: o.Metadata.Name, LabelControllerUID: o.Metadata.UID}
+	for n := 0; int32(len(active)) < want; n++ {
+		name := truncName(o.Metadata.Name, "-"+strconv.Itoa(n))
+		if used[name] {
+			continue
+		}
+		pod, err := podFromTemplate(o, spec.Template, o.Metadata.Namespace, name, labels)
+		if err != nil {
+			*errs = append(*errs, err)
+			break
+		}
+		if _, err := createIfAbsent(ctx, c.pods.Store(), pod); err != nil {
+			c.events.Event(ctx, o, kinds.EventWarning, "FailedCreate", "Error creating pod %s: %v", name, err)
+			*errs = append(*errs, err)
+			break
+		}
+		c.events.Event(ctx, o, kinds.EventNormal, "SuccessfulCreate", "Created pod: %s", name)
+		p, _ := kinds.DecodePod(pod)
+		active = append(active, p)
+	}
+	if extra := int32(len(active)) - want; extra > 0 {
+		sort.Slice(active, func(i, j int) bool { return active[i].Metadata.Name > active[j].Metadata.Name })
+		for _, p := range active[:extra] {
+			*errs = append(*errs, deletePod(ctx, c.pods.Store(), p.Object))
+		}
+		active = active[extra:]
+	}
+	return active
+}
+
+// expireFinished deletes a finished job after ttlSecondsAfterFinished.
+func (c *jobs) expireFinished(ctx context.Context, o *object.Object, spec kinds.JobSpec, st kinds.JobStatus, now time.Time, errs *[]error) time.Duration {
+	if spec.TTLSecondsAfterFinished == nil {
+		return 0
+	}
+	end := now
+	if st.CompletionTime != nil {
+		end = *st.CompletionTime
+	} else {
+		for _, t := range []string{"Complete", "Failed"} {
+			if c := object.FindCondition(st.Conditions, t); c != nil {
+				end = c.LastTransitionTime
+			}
+		}
+	}
+	at := end.Add(time.Duration(*spec.TTLSecondsAfterFinished) * time.Second)
+	if now.Before(at) {
+		return at.Sub(now)
+	}
+	*errs = append(*errs, deletePod(ctx, c.jobs.Store(), o))
+	return 0
+}

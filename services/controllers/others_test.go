@@ -1,0 +1,207 @@
+package controllers_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homeostat/homeostat/client"
+	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/object"
+)
+
+const jobYAML = `apiVersion: batch/v1
+kind: Job
+metadata: {name: %s}
+spec:
+  completions: %d
+  parallelism: %d
+  backoffLimit: %d
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, command: ["true"]}]
+`
+
+func jobStatus(e *env, name string) kinds.JobStatus {
+	var st kinds.JobStatus
+	_ = e.get("jobs", name).DecodeStatus(&st)
+	return st
+}
+
+func jobCond(st kinds.JobStatus, t string) bool {
+	c := object.FindCondition(st.Conditions, t)
+	return c != nil && c.Status == "True"
+}
+
+// finishPods plays the node agent for a job, until the returned stop is
+// called: every active pod ends with phase.
+func finishPods(e *env, job, phase string) (stop func()) {
+	done := make(chan struct{})
+	quit := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			l, err := e.c.List(e.ctx, e.res("pods"), "default", client.ListOptions{LabelSelector: "job-name=" + job})
+			if err != nil {
+				continue
+			}
+			for _, p := range l.Items {
+				var st kinds.PodStatus
+				_ = p.DecodeStatus(&st)
+				if st.Phase == "" && !p.Metadata.Deleting() {
+					e.setPodStatus(p, phase, false)
+				}
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
+}
+
+func TestJobCompletesWithParallelism(t *testing.T) {
+	e := newEnv(t)
+	e.controllers(e.conn)
+	e.apply(fmt.Sprintf(jobYAML, "batch", 5, 2, 3))
+	eventually(t, "two pods in parallel", 10*time.Second, func() bool { return len(e.list("pods", "job-name=batch")) == 2 })
+	if st := jobStatus(e, "batch"); st.Active != 2 || st.StartTime == nil {
+		t.Fatalf("status before finishing: %+v", st)
+	}
+	stop := finishPods(e, "batch", kinds.PodSucceeded)
+	defer stop()
+	eventually(t, "Complete", 15*time.Second, func() bool {
+		st := jobStatus(e, "batch")
+		return jobCond(st, "Complete") && st.Succeeded == 5 && st.Active == 0 && st.CompletionTime != nil
+	})
+	if n := len(e.list("pods", "job-name=batch")); n != 5 {
+		t.Fatalf("a job of 5 completions made %d pods", n)
+	}
+}
+
+func TestJobFailsPastBackoffLimit(t *testing.T) {
+	e := newEnv(t)
+	e.controllers(e.conn)
+	e.apply(fmt.Sprintf(jobYAML, "doomed", 1, 1, 2))
+	stop := finishPods(e, "doomed", kinds.PodFailed)
+	defer stop()
+	eventually(t, "Failed", 15*time.Second, func() bool {
+		st := jobStatus(e, "doomed")
+		c := object.FindCondition(st.Conditions, "Failed")
+		return c != nil && c.Reason == "BackoffLimitExceeded" && st.Failed == 3
+	})
+}
+
+func TestDaemonSetFollowsNodes(t *testing.T) {
+	e := newEnv(t)
+	e.controllers(e.conn)
+	for _, n := range []string{"n1", "n2", "n3"} {
+		labels := "{disk: ssd}"
+		taints := "[]"
+		if n == "n3" {
+			labels = "{disk: hdd}"
+		}
+		if n == "n2" {
+			taints = "[{key: dedicated, value: db, effect: NoSchedule}]"
+		}
+		e.apply(fmt.Sprintf("apiVersion: v1\nkind: Node\nmetadata: {name: %s, labels: %s}\nspec: {taints: %s}\n", n, labels, taints))
+	}
+	e.apply(`apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      nodeSelector: {disk: ssd}
+      containers: [{name: c, command: [sleep, "100"]}]
+`)
+	nodesOf := func() map[string]bool {
+		out := map[string]bool{}
+		for _, p := range activePods(e.list("pods", "app=agent")) {
+			var spec kinds.PodSpec
+			_ = p.DecodeSpec(&spec)
+			out[spec.NodeName] = true
+		}
+		return out
+	}
+	// n2's taint is not tolerated, n3 has the wrong disk.
+	eventually(t, "one pod, on n1", 10*time.Second, func() bool { m := nodesOf(); return len(m) == 1 && m["n1"] })
+	e.patch("nodes", "n3", `{"metadata":{"labels":{"disk":"ssd"}}}`)
+	eventually(t, "a pod on n3 too", 10*time.Second, func() bool { m := nodesOf(); return len(m) == 2 && m["n3"] })
+	if err := e.c.Do(e.ctx, http.MethodDelete, e.res("nodes").Path("", "n1"), nil, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the pod of the removed node gone", 10*time.Second, func() bool { m := nodesOf(); return len(m) == 1 && m["n3"] })
+}
+
+func TestGarbageCollectionPolicies(t *testing.T) {
+	e := newEnv(t)
+	e.controllers(e.conn)
+	e.apply(fmt.Sprintf(rsYAML, "bg", 2))
+	e.apply(fmt.Sprintf(rsYAML, "orph", 2))
+	e.apply(fmt.Sprintf(rsYAML, "fg", 2))
+	for _, app := range []string{"bg", "orph", "fg"} {
+		eventually(t, app+" pods", 10*time.Second, func() bool { return len(e.list("pods", "app="+app)) == 2 })
+	}
+	// Background: the owner goes at once, the collector removes its pods.
+	if _, err := e.c.Delete(e.ctx, e.res("rs"), "default", "bg", client.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "background cascade", 10*time.Second, func() bool { return len(e.list("pods", "app=bg")) == 0 })
+	// Orphan: the pods stay, without an owner.
+	if _, err := e.c.Delete(e.ctx, e.res("rs"), "default", "orph", client.DeleteOptions{PropagationPolicy: "Orphan"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "orphaned pods and the owner gone", 10*time.Second, func() bool {
+		if _, err := e.c.Get(e.ctx, e.res("rs"), "default", "orph"); !client.IsNotFound(err) {
+			return false
+		}
+		ps := e.list("pods", "app=orph")
+		for _, p := range ps {
+			if len(p.Metadata.OwnerReferences) > 0 {
+				return false
+			}
+		}
+		return len(ps) == 2
+	})
+	// Foreground: the owner stays until its pods are gone.
+	if _, err := e.c.Delete(e.ctx, e.res("rs"), "default", "fg", client.DeleteOptions{PropagationPolicy: "Foreground"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "foreground cascade", 10*time.Second, func() bool {
+		_, err := e.c.Get(e.ctx, e.res("rs"), "default", "fg")
+		return client.IsNotFound(err) && len(e.list("pods", "app=fg")) == 0
+	})
+}
+
+func TestDeletingNamespaceDeletesItsContent(t *testing.T) {
+	e := newEnv(t)
+	e.controllers(e.conn)
+	e.apply("apiVersion: v1\nkind: Namespace\nmetadata: {name: scratch}\n")
+	dep := deployment("inns", 2, "{type: RollingUpdate}", "1")
+	docs := "metadata: {name: inns, namespace: scratch}"
+	dep = strings.Replace(dep, "metadata: {name: inns}", docs, 1)
+	e.apply(dep)
+	pods := func() int {
+		l, err := e.c.List(e.ctx, e.res("pods"), "scratch", client.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(l.Items)
+	}
+	eventually(t, "pods in scratch", 10*time.Second, func() bool { return pods() == 2 })
+	if _, err := e.c.Delete(e.ctx, e.res("ns"), "", "scratch", client.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the namespace and its content gone", 15*time.Second, func() bool {
+		_, err := e.c.Get(e.ctx, e.res("ns"), "", "scratch")
+		return client.IsNotFound(err) && pods() == 0
+	})
+}
