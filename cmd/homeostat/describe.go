@@ -1,15 +1,19 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/homeostat/homeostat/client"
 	"github.com/homeostat/homeostat/object"
 )
 
@@ -38,6 +42,8 @@ func newDescribe(g *globals) *cobra.Command {
 					fmt.Fprintln(cmd.OutOrStdout())
 				}
 				describe(cmd.OutOrStdout(), o)
+				describeReconcile(ctx, cmd.OutOrStdout(), c, res, o)
+				describeEvents(ctx, cmd.OutOrStdout(), c, o)
 			}
 			return nil
 		},
@@ -127,4 +133,92 @@ func section(out io.Writer, title string, raw json.RawMessage, skip []string) {
 	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
 		fmt.Fprintf(out, "  %s\n", line)
 	}
+}
+
+// describeReconcile shows how the loops are doing with the object: the
+// trace of its latest write and, per failing controller, the retry state.
+func describeReconcile(ctx context.Context, out io.Writer, c *client.Client, res client.Resource, o *object.Object) {
+	var st struct {
+		TraceID string                     `json:"traceID"`
+		Retries map[string]json.RawMessage `json:"retries"`
+	}
+	if err := c.Do(ctx, http.MethodGet, res.Path(o.Metadata.Namespace, o.Metadata.Name)+"/reconcile", nil, "", &st); err != nil {
+		return
+	}
+	fmt.Fprintln(out, "Reconcile:")
+	if st.TraceID != "" {
+		fmt.Fprintf(out, "  Last write trace:  %s   (homeostat trace %s)\n", st.TraceID, st.TraceID)
+	}
+	if len(st.Retries) == 0 {
+		fmt.Fprintln(out, "  Retries:           none: every controller's last reconcile succeeded")
+		return
+	}
+	names := make([]string, 0, len(st.Retries))
+	for n := range st.Retries {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		var r struct {
+			Attempts    uint64     `json:"attempts"`
+			LastError   string     `json:"lastError"`
+			LastAttempt time.Time  `json:"lastAttempt"`
+			NextRetry   *time.Time `json:"nextRetry"`
+			Terminal    bool       `json:"terminal"`
+			TraceID     string     `json:"traceID"`
+		}
+		if json.Unmarshal(st.Retries[n], &r) != nil {
+			continue
+		}
+		fmt.Fprintf(out, "  %s: failing, %d attempt(s), last %s ago\n", n, r.Attempts, age(r.LastAttempt))
+		fmt.Fprintf(out, "    Last error:  %s\n", r.LastError)
+		switch {
+		case r.Terminal:
+			fmt.Fprintln(out, "    Next retry:  none (terminal: waits for the object to change)")
+		case r.NextRetry != nil:
+			fmt.Fprintf(out, "    Next retry:  in %s (%s)\n", shortDuration(time.Until(*r.NextRetry)), r.NextRetry.Format(time.RFC3339))
+		}
+		if r.TraceID != "" {
+			fmt.Fprintf(out, "    Trace:       %s\n", r.TraceID)
+		}
+	}
+}
+
+// describeEvents lists the recent events about the object.
+func describeEvents(ctx context.Context, out io.Writer, c *client.Client, o *object.Object) {
+	evRes, err := c.ResourceFor(ctx, "events")
+	if err != nil {
+		return
+	}
+	ns := o.Metadata.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	l, err := c.List(ctx, evRes, ns, client.ListOptions{FieldSelector: "spec.involvedObject.uid=" + o.Metadata.UID})
+	if err != nil {
+		return
+	}
+	if len(l.Items) == 0 {
+		fmt.Fprintln(out, "Events:             <none>")
+		return
+	}
+	type row struct {
+		last                          time.Time
+		typ, reason, count, from, msg string
+	}
+	var rows []row
+	for _, e := range l.Items {
+		d := docOf(e)
+		t, _ := time.Parse(time.RFC3339, str(d, "spec", "lastTimestamp"))
+		rows = append(rows, row{t, str(d, "spec", "type"), str(d, "spec", "reason"), str(d, "spec", "count"),
+			str(d, "spec", "source", "component"), str(d, "spec", "message")})
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].last.Before(rows[j].last) })
+	fmt.Fprintln(out, "Events:")
+	tw := newTabWriter(out)
+	tw.row("  TYPE", "REASON", "AGE", "COUNT", "FROM", "MESSAGE")
+	for _, r := range rows {
+		tw.row("  "+r.typ, r.reason, age(r.last), r.count, r.from, r.msg)
+	}
+	tw.flush()
 }

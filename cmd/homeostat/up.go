@@ -12,6 +12,7 @@ import (
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/services/api"
+	"github.com/homeostat/homeostat/services/controllers"
 )
 
 type upOptions struct {
@@ -88,7 +89,11 @@ func runUp(ctx context.Context, g *globals, o *upOptions) error {
 	server := "http://" + ln.Addr().String()
 	fmt.Printf("Homeostat is up.\n  API:  %s   (export HOMEOSTAT_SERVER=%s)\n  NATS: %s\n  Data: %s\nPress Ctrl-C to stop.\n",
 		server, server, conn.ClientURL(), o.dataDir)
-	err = runAll(ctx, apiSvc.Run)
+	ctrl, err := controllers.New(controllers.Config{Bus: conn, Logger: log})
+	if err != nil {
+		return err
+	}
+	err = runAll(ctx, apiSvc.Run, ctrl.Run)
 	fmt.Println("Homeostat stopped.")
 	return err
 }

@@ -63,10 +63,10 @@ type RetryRecord struct {
 }
 
 // RetryBucket holds retry records, keyed <bucket>.<object key>.<controller>.
-const RetryBucket = "hs_reconcile"
+const RetryBucket = bus.RetryBucket
 
 // RetryKey is the record key of an object in a controller.
-func RetryKey(bucket, key, controller string) string { return bucket + "." + key + "." + controller }
+func RetryKey(bucket, key, controller string) string { return bus.RetryKey(bucket, key, controller) }
 
 // retries writes records and remembers which exist (from a watch of the
 // bucket), so that a success clears a record only where one exists.

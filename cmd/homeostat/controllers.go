@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/homeostat/homeostat/services/controllers"
+)
+
+func newControllers(g *globals) *cobra.Command {
+	var bf busFlags
+	var workers int
+	var metrics string
+	cmd := &cobra.Command{
+		Use:   "controllers",
+		Short: "Run the workload controllers against an external NATS; start more to scale out",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			log := g.logger()
+			return withTracing(ctx, "homeostat-controllers", func() error {
+				conn, err := bf.connect(ctx, "homeostat-controllers", log)
+				if err != nil {
+					return err
+				}
+				defer conn.Close()
+				svc, err := controllers.New(controllers.Config{Bus: conn, Logger: log, Workers: workers})
+				if err != nil {
+					return err
+				}
+				return runAll(ctx, svc.Run, metricsServer(metrics))
+			})
+		},
+	}
+	bf.register(cmd.Flags())
+	cmd.Flags().IntVar(&workers, "workers", 4, "reconcile workers per controller in this process")
+	cmd.Flags().StringVar(&metrics, "metrics-listen", "0.0.0.0:9090", "address serving /metrics and /healthz (empty: none)")
+	return cmd
+}
+
+// metricsServer serves /metrics and /healthz until ctx ends.
+func metricsServer(addr string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if addr == "" {
+			<-ctx.Done()
+			return nil
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", metricsHandler())
+		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return err
+		}
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		errc := make(chan error, 1)
+		go func() { errc <- srv.Serve(ln) }()
+		select {
+		case <-ctx.Done():
+		case err := <-errc:
+			return err
+		}
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		err = srv.Shutdown(sctx)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		return err
+	}
+}
