@@ -77,48 +77,70 @@ func (s *Store) Watch(ctx context.Context, opts WatchOptions) (<-chan Event, err
 	if err := s.checkNotCompacted(ctx, opts.AfterRevision); err != nil {
 		return nil, err
 	}
+	recheck := func() error { return s.checkNotCompacted(ctx, opts.AfterRevision) }
+	return s.conn.watchStream(ctx, streamWatch{
+		stream: s.Stream(), filter: s.filter(opts.Namespace, opts.Key), after: opts.AfterRevision,
+		buffer: opts.Buffer, decode: s.toEvent, afterStart: recheck, name: s.spec.Bucket,
+	})
+}
+
+// streamWatch describes a watch over any stream whose last message per
+// subject is the state of a key.
+type streamWatch struct {
+	stream, filter, name string
+	after                uint64
+	buffer               int
+	decode               func(subject string, hdr nats.Header, data []byte, seq uint64, live bool) Event
+	afterStart           func() error
+}
+
+func (c *Conn) watchStream(ctx context.Context, sw streamWatch) (<-chan Event, error) {
 	cfg := jetstream.OrderedConsumerConfig{
-		FilterSubjects:    []string{s.filter(opts.Namespace, opts.Key)},
+		FilterSubjects:    []string{sw.filter},
 		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
 		InactiveThreshold: time.Minute,
 	}
-	if opts.AfterRevision > 0 {
+	if sw.after > 0 {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
-		cfg.OptStartSeq = opts.AfterRevision + 1
+		cfg.OptStartSeq = sw.after + 1
 	}
-	cons, err := s.conn.JS.OrderedConsumer(ctx, s.Stream(), cfg)
+	cons, err := c.JS.OrderedConsumer(ctx, sw.stream, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("bus: watch %s: %w", s.spec.Bucket, translate(err))
+		return nil, fmt.Errorf("bus: watch %s: %w", sw.name, translate(err))
 	}
 	info, err := cons.Info(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("bus: watch %s: %w", s.spec.Bucket, translate(err))
+		return nil, fmt.Errorf("bus: watch %s: %w", sw.name, translate(err))
 	}
 	// A compaction that raced the consumer's start is caught here: it
 	// records its revision before it purges.
-	if err := s.checkNotCompacted(ctx, opts.AfterRevision); err != nil {
-		return nil, err
+	if sw.afterStart != nil {
+		if err := sw.afterStart(); err != nil {
+			return nil, err
+		}
 	}
-	buf := opts.Buffer
+	buf := sw.buffer
 	if buf == 0 {
 		buf = 256
 	}
 	w := &watchState{
-		store:   s,
+		name:    sw.name,
+		decode:  sw.decode,
 		ch:      make(chan Event, buf),
-		initial: opts.AfterRevision == 0,
+		initial: sw.after == 0,
 		pending: info.NumPending,
 	}
 	msgs, err := cons.Messages()
 	if err != nil {
-		return nil, fmt.Errorf("bus: watch %s: %w", s.spec.Bucket, translate(err))
+		return nil, fmt.Errorf("bus: watch %s: %w", sw.name, translate(err))
 	}
 	go w.run(ctx, msgs)
 	return w.ch, nil
 }
 
 type watchState struct {
-	store    *Store
+	name     string
+	decode   func(subject string, hdr nats.Header, data []byte, seq uint64, live bool) Event
 	ch       chan Event
 	initial  bool
 	pending  uint64
@@ -139,7 +161,7 @@ func (w *watchState) run(ctx context.Context, msgs jetstream.MessagesContext) {
 		m, err := msgs.Next()
 		if err != nil {
 			if ctx.Err() == nil {
-				w.send(ctx, Event{Type: Failed, Err: fmt.Errorf("bus: watch %s: %w", w.store.spec.Bucket, translate(err))})
+				w.send(ctx, Event{Type: Failed, Err: fmt.Errorf("bus: watch %s: %w", w.name, translate(err))})
 			}
 			return
 		}
@@ -154,7 +176,7 @@ func (w *watchState) handle(ctx context.Context, m jetstream.Msg) bool {
 	if err != nil {
 		return true
 	}
-	ev := w.store.toEvent(m.Subject(), m.Headers(), m.Data(), md.Sequence.Stream, w.synced || !w.initial)
+	ev := w.decode(m.Subject(), m.Headers(), m.Data(), md.Sequence.Stream, w.synced || !w.initial)
 	if ev.Type != "" && !(ev.Type == Deleted && !w.synced && w.initial) {
 		if !w.send(ctx, ev) {
 			return false
