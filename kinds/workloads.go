@@ -174,3 +174,11 @@ func Int32(p *int32, def int32) int32 {
 	}
 	return *p
 }
+
+// Int64 returns *p or def.
+func Int64(p *int64, def int64) int64 {
+	if p == nil {
+		return def
+	}
+	return *p
+}

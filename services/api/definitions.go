@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/schemas"
 )
@@ -110,6 +111,17 @@ func (s *Service) afterDelete(r *http.Request, ref *resourceRef, o *object.Objec
 // prepareDelete applies the propagation policy: Orphan and Foreground are
 // finalizers the garbage collector acts on before the object goes.
 func (s *Service) prepareDelete(r *http.Request, ref *resourceRef, policy string, opts *bus.DeleteOptions) *apiError {
+	if !ref.res.Custom && ref.res.Kind == "Pod" && opts.GracePeriodSeconds == nil {
+		// A pod running on a node is stopped by its agent within the grace
+		// period, which then removes it; an unbound pod goes at once.
+		if cur, err := ref.store.Get(r.Context(), ref.key()); err == nil {
+			var spec kinds.PodSpec
+			if cur.DecodeSpec(&spec) == nil && spec.NodeName != "" {
+				g := kinds.Int64(spec.TerminationGracePeriodSeconds, 30)
+				opts.GracePeriodSeconds = &g
+			}
+		}
+	}
 	var f string
 	switch policy {
 	case "Orphan":

@@ -90,9 +90,27 @@ func createIfAbsent(ctx context.Context, st *bus.Store, o *object.Object) (bool,
 	return err == nil, err
 }
 
-// deletePod removes a pod the controller owns, guarded by its uid.
+// deletePod removes a pod the controller owns, guarded by its uid. A pod
+// running on a node is deleted gracefully: its agent stops the containers
+// within the grace period, then removes it.
 func deletePod(ctx context.Context, st *bus.Store, p *object.Object) error {
-	_, _, err := st.Delete(ctx, p.Key(), bus.DeleteOptions{UID: p.Metadata.UID})
+	opts := bus.DeleteOptions{UID: p.Metadata.UID}
+	var spec kinds.PodSpec
+	if p.DecodeSpec(&spec) == nil && spec.NodeName != "" {
+		g := kinds.Int64(spec.TerminationGracePeriodSeconds, 30)
+		opts.GracePeriodSeconds = &g
+	}
+	return deleteWith(ctx, st, p, opts)
+}
+
+// forceDeletePod removes a pod at once: its node is gone or unreachable.
+func forceDeletePod(ctx context.Context, st *bus.Store, p *object.Object) error {
+	zero := int64(0)
+	return deleteWith(ctx, st, p, bus.DeleteOptions{UID: p.Metadata.UID, GracePeriodSeconds: &zero})
+}
+
+func deleteWith(ctx context.Context, st *bus.Store, p *object.Object, opts bus.DeleteOptions) error {
+	_, _, err := st.Delete(ctx, p.Key(), opts)
 	if errors.Is(err, bus.ErrNotFound) {
 		return nil
 	}

@@ -79,9 +79,9 @@ func (c *daemonSets) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		unavailable++
 	}
-	// Pods on nodes that no longer exist.
+	// Pods on nodes that no longer exist: no agent will stop them.
 	for _, pod := range byNodeName {
-		errs = append(errs, deletePod(ctx, c.pods.Store(), pod.Object))
+		errs = append(errs, forceDeletePod(ctx, c.pods.Store(), pod.Object))
 	}
 	if spec.UpdateStrategy.Type != "OnDelete" {
 		errs = append(errs, c.rollOutdated(ctx, o, spec, outdated, st.DesiredNumberScheduled, unavailable))

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/homeostat/homeostat/bus"
@@ -29,6 +30,11 @@ type Config struct {
 	Resync time.Duration
 	// Now is the clock (tests); time.Now when nil.
 	Now func() time.Time
+	// NodeGrace: a node whose heartbeat is older is marked unreachable
+	// (default 40s). EvictAfter: its pods are then deleted this long after
+	// (default 5m).
+	NodeGrace  time.Duration
+	EvictAfter time.Duration
 }
 
 // Service is the controllers of one process.
@@ -38,6 +44,7 @@ type Service struct {
 	log *slog.Logger
 	mgr *reconcile.Manager
 	gc  *garbageCollector
+	nl  *nodeLifecycle
 }
 
 // New checks the configuration.
@@ -89,7 +96,7 @@ func (s *Service) Setup(ctx context.Context) error {
 	rsInf.AddIndex(byNamespace, namespaceIndex)
 	rsInf.AddIndex(byOwner, ownerIndex)
 	for _, setup := range []func(context.Context) error{s.setupReplicaSets, s.setupDeployments, s.setupJobs,
-		s.setupDaemonSets, s.setupGC, s.setupNamespaces} {
+		s.setupDaemonSets, s.setupGC, s.setupNamespaces, s.setupNodeLifecycle} {
 		if err := setup(ctx); err != nil {
 			return err
 		}
@@ -168,17 +175,23 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := s.Setup(ctx); err != nil {
 		return err
 	}
-	sweepDone := make(chan struct{})
+	leases, err := s.cfg.Bus.Leases(ctx)
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
 	go func() {
-		defer close(sweepDone)
+		defer wg.Done()
 		select {
 		case <-s.mgr.Ready():
 			s.gc.sweep(ctx, s.resync())
 		case <-ctx.Done():
 		}
 	}()
-	err := s.mgr.Run(ctx)
-	<-sweepDone
+	go func() { defer wg.Done(); s.nl.watchLeases(ctx, leases) }()
+	err = s.mgr.Run(ctx)
+	wg.Wait()
 	return err
 }
 
@@ -253,6 +266,31 @@ func (s *Service) setupGC(ctx context.Context) error {
 		g.watch(inf)
 	}
 	s.gc = g
+	return nil
+}
+
+func (s *Service) setupNodeLifecycle(ctx context.Context) error {
+	nKind := s.kind("", "nodes")
+	pods := s.mgr.Informer(s.kind("", "pods"))
+	pods.AddIndex(byNode, nodeIndex)
+	ev, err := s.mgr.Recorder(ctx, "node-lifecycle-controller")
+	if err != nil {
+		return err
+	}
+	nl := &nodeLifecycle{nodes: s.mgr.Informer(nKind), pods: pods, events: ev, now: s.cfg.Now,
+		grace: s.cfg.NodeGrace, evictAfter: s.cfg.EvictAfter, leases: map[string]*bus.Lease{}}
+	if nl.grace == 0 {
+		nl.grace = 40 * time.Second
+	}
+	if nl.evictAfter == 0 {
+		nl.evictAfter = 5 * time.Minute
+	}
+	ctrl, err := s.mgr.Add(ctx, s.options("node-lifecycle", nKind, nl))
+	if err != nil {
+		return err
+	}
+	nl.ctrl = ctrl
+	s.nl = nl
 	return nil
 }
 

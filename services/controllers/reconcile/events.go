@@ -111,15 +111,20 @@ func (r *Recorder) flush(ctx context.Context) {
 }
 
 func (r *Recorder) write(ctx context.Context, key string, p *pendingEvent) error {
+	// Most events are new: try the create first and save a read.
+	spec := p.spec
+	spec.Count = p.n
+	o := &object.Object{APIVersion: "v1", Kind: "Event", Metadata: object.Meta{Name: p.name, Namespace: p.ns}}
+	if err := o.SetSpec(spec); err != nil {
+		return err
+	}
+	_, err := r.store.Create(ctx, o)
+	if !errors.Is(err, bus.ErrAlreadyExists) {
+		return err
+	}
 	for attempt := 0; attempt < 3; attempt++ {
 		cur, err := r.store.Get(ctx, key)
 		if errors.Is(err, bus.ErrNotFound) {
-			spec := p.spec
-			spec.Count = p.n
-			o := &object.Object{APIVersion: "v1", Kind: "Event", Metadata: object.Meta{Name: p.name, Namespace: p.ns}}
-			if err := o.SetSpec(spec); err != nil {
-				return err
-			}
 			if _, err = r.store.Create(ctx, o); errors.Is(err, bus.ErrAlreadyExists) {
 				continue
 			}

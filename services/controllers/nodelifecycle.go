@@ -1,0 +1,206 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/services/controllers/reconcile"
+)
+
+// nodeLifecycle watches the agents' heartbeat leases. A node whose lease
+// lapses (or was not renewed within NodeGrace) becomes Ready=Unknown and
+// is tainted unreachable, so nothing new lands there; after EvictAfter its
+// pods are deleted so that their owners replace them elsewhere. When the
+// heartbeats return, the taints go and the node is Ready again.
+type nodeLifecycle struct {
+	nodes, pods *reconcile.Informer
+	events      *reconcile.Recorder
+	grace       time.Duration
+	evictAfter  time.Duration
+	now         func() time.Time
+	ctrl        *reconcile.Controller
+
+	mu     sync.RWMutex
+	leases map[string]*bus.Lease
+	synced bool
+}
+
+// watchLeases keeps the lease view and enqueues the node of each change.
+func (c *nodeLifecycle) watchLeases(ctx context.Context, leases *bus.Leases) {
+	for ctx.Err() == nil {
+		ch, err := leases.Watch(ctx, "node.")
+		if err != nil {
+			sleepCtx(ctx, time.Second)
+			continue
+		}
+		for ev := range ch {
+			c.mu.Lock()
+			if ev.Synced {
+				c.synced = true
+				c.mu.Unlock()
+				continue
+			}
+			name := ev.Key[len("node."):]
+			if ev.Lease == nil {
+				delete(c.leases, name)
+			} else {
+				c.leases[name] = ev.Lease
+			}
+			c.mu.Unlock()
+			c.ctrl.EnqueueKey(name)
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func (c *nodeLifecycle) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	n, ok := c.nodes.Get(req.Key)
+	if !ok {
+		return reconcile.Result{}, nil
+	}
+	c.mu.RLock()
+	lease, synced := c.leases[n.Metadata.Name], c.synced
+	c.mu.RUnlock()
+	if !synced {
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+	now := c.now().UTC().Truncate(time.Second)
+	if lease != nil {
+		if wait := c.grace - now.Sub(lease.Renewed); wait > 0 {
+			// Alive: check again when the lease would be too old.
+			return reconcile.Result{RequeueAfter: wait + time.Second}, c.markReady(ctx, n, now)
+		}
+	}
+	var st kinds.NodeStatus
+	_ = n.DecodeStatus(&st)
+	// A node never heard from is given the grace period from its creation.
+	if lease == nil && now.Sub(n.Metadata.CreationTimestamp) < c.grace {
+		return reconcile.Result{RequeueAfter: c.grace - now.Sub(n.Metadata.CreationTimestamp) + time.Second}, nil
+	}
+	ready := object.FindCondition(st.Conditions, "Ready")
+	if ready == nil || ready.Status == object.ConditionTrue {
+		return reconcile.Result{RequeueAfter: time.Second}, c.markUnreachable(ctx, n, now)
+	}
+	if wait := c.evictAfter - now.Sub(ready.LastTransitionTime); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait + time.Second}, nil
+	}
+	return reconcile.Result{}, c.evict(ctx, n)
+}
+
+var lifecycleTaints = []kinds.Taint{
+	{Key: kinds.TaintUnreachable, Effect: kinds.NoSchedule},
+	{Key: kinds.TaintUnreachable, Effect: kinds.NoExecute},
+}
+
+func (c *nodeLifecycle) markUnreachable(ctx context.Context, n *object.Object, now time.Time) error {
+	var spec kinds.NodeSpec
+	var st kinds.NodeStatus
+	_ = n.DecodeSpec(&spec)
+	_ = n.DecodeStatus(&st)
+	for _, t := range lifecycleTaints {
+		if !hasTaint(spec.Taints, t) {
+			t.TimeAdded = now.Format(time.RFC3339)
+			spec.Taints = append(spec.Taints, t)
+		}
+	}
+	object.SetCondition(&st.Conditions, object.Condition{Type: "Ready", Status: object.ConditionUnknown,
+		Reason: "NodeStatusUnknown", Message: "The node agent stopped posting heartbeats."}, now)
+	next := n.Clone()
+	if err := next.SetSpec(spec); err != nil {
+		return err
+	}
+	if err := next.SetStatus(st); err != nil {
+		return err
+	}
+	if _, err := c.nodes.Store().Update(ctx, next, bus.UpdateOptions{Current: n}); err != nil {
+		return err
+	}
+	c.events.Event(ctx, n, kinds.EventWarning, "NodeNotReady", "Node %s stopped posting heartbeats; tainted unreachable, pods evicted after %s",
+		n.Metadata.Name, c.evictAfter)
+	return nil
+}
+
+func (c *nodeLifecycle) markReady(ctx context.Context, n *object.Object, now time.Time) error {
+	var spec kinds.NodeSpec
+	var st kinds.NodeStatus
+	_ = n.DecodeSpec(&spec)
+	_ = n.DecodeStatus(&st)
+	kept := spec.Taints[:0]
+	for _, t := range spec.Taints {
+		if t.Key != kinds.TaintUnreachable && t.Key != kinds.TaintNotReady {
+			kept = append(kept, t)
+		}
+	}
+	ready := object.FindCondition(st.Conditions, "Ready")
+	if len(kept) == len(spec.Taints) && ready != nil && ready.Status == object.ConditionTrue {
+		return nil
+	}
+	spec.Taints = kept
+	object.SetCondition(&st.Conditions, object.Condition{Type: "Ready", Status: object.ConditionTrue,
+		Reason: "AgentReady", Message: "node agent is posting ready status"}, now)
+	next := n.Clone()
+	if err := next.SetSpec(spec); err != nil {
+		return err
+	}
+	if err := next.SetStatus(st); err != nil {
+		return err
+	}
+	_, err := c.nodes.Store().Update(ctx, next, bus.UpdateOptions{Current: n})
+	if err == nil {
+		c.events.Event(ctx, n, kinds.EventNormal, "NodeReady", "Node %s is posting heartbeats again", n.Metadata.Name)
+	}
+	return err
+}
+
+// evict deletes the pods of an unreachable node, except those that
+// tolerate being there (daemons).
+func (c *nodeLifecycle) evict(ctx context.Context, n *object.Object) error {
+	var errs []error
+	for _, o := range c.pods.ByIndex(byNode, n.Metadata.Name) {
+		p, err := kinds.DecodePod(o)
+		if err != nil {
+			continue
+		}
+		if kinds.Tolerated(kinds.Taint{Key: kinds.TaintUnreachable, Effect: kinds.NoExecute}, p.Spec.Tolerations) {
+			continue
+		}
+		if err := forceDeletePod(ctx, c.pods.Store(), o); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c.events.Event(ctx, o, kinds.EventWarning, "NodeUnreachableEviction", "Evicted from unreachable node %s", n.Metadata.Name)
+	}
+	return errors.Join(errs...)
+}
+
+func hasTaint(ts []kinds.Taint, t kinds.Taint) bool {
+	for _, x := range ts {
+		if x.Key == t.Key && x.Effect == t.Effect {
+			return true
+		}
+	}
+	return false
+}
+
+func nodeIndex(o *object.Object) []string {
+	var spec struct {
+		NodeName string `json:"nodeName"`
+	}
+	if o.DecodeSpec(&spec) != nil || spec.NodeName == "" {
+		return nil
+	}
+	return []string{spec.NodeName}
+}

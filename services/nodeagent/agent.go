@@ -1,0 +1,343 @@
+// Package nodeagent is the agent of a node: it registers the Node, renews
+// its heartbeat lease, watches only the pods bound to it (through the
+// per-node pod index), runs them with a Runtime — real processes, or
+// simulated ones for scale tests — and writes their status back. Deleting a
+// pod stops its containers within the grace period before the pod goes.
+package nodeagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/object"
+)
+
+// Runtime runs the containers of pods. The agent declares it; the process
+// and simulated runtimes implement it.
+type Runtime interface {
+	// Discover reports the pod UIDs whose containers survive from an
+	// earlier run of this agent; Run adopts them.
+	Discover(ctx context.Context) (map[string]bool, error)
+	// Run keeps the pod's containers running per its restart policy and
+	// probes until ctx ends or the pod finishes for good, calling report
+	// with each new status (phase, container statuses, readiness).
+	Run(ctx context.Context, pod *kinds.Pod, report func(kinds.PodStatus))
+	// Stop stops a pod's containers: SIGTERM, then SIGKILL after grace.
+	Stop(ctx context.Context, podUID string, grace time.Duration)
+	// Cleanup stops the containers of every pod not in keep.
+	Cleanup(ctx context.Context, keep map[string]bool)
+	// LogPath is the file holding a container's output (its previous
+	// instance's with previous).
+	LogPath(podUID, container string, previous bool) (string, error)
+}
+
+// Config configures one node's agent.
+type Config struct {
+	Bus      *bus.Conn
+	Logger   *slog.Logger
+	NodeName string
+	Runtime  Runtime
+	// Capacity of the node (cpu, memory, pods); allocatable is the same.
+	Capacity kinds.ResourceList
+	Labels   map[string]string
+	Taints   []kinds.Taint
+	// Address is the node's IP, reported as the pods' IP too.
+	Address string
+	// AgentURL is where this agent serves logs.
+	AgentURL string
+	// HeartbeatEvery renews the lease (default 10s); Grace is its TTL, after
+	// which the node is considered gone (default 40s).
+	HeartbeatEvery time.Duration
+	Grace          time.Duration
+	// Resync checks that every running pod still exists (default 1m).
+	Resync time.Duration
+}
+
+// Agent is one node's agent.
+type Agent struct {
+	cfg   Config
+	log   *slog.Logger
+	pods  *bus.Store
+	nodes *bus.Store
+	index *bus.NodePods
+
+	mu      sync.Mutex
+	workers map[string]*podWorker // by pod key
+}
+
+// New checks the configuration.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Bus == nil || cfg.NodeName == "" || cfg.Runtime == nil {
+		return nil, errors.New("nodeagent: Config needs Bus, NodeName and Runtime")
+	}
+	if cfg.HeartbeatEvery == 0 {
+		cfg.HeartbeatEvery = 10 * time.Second
+	}
+	if cfg.Grace == 0 {
+		cfg.Grace = 40 * time.Second
+	}
+	if cfg.Resync == 0 {
+		cfg.Resync = time.Minute
+	}
+	if cfg.Address == "" {
+		cfg.Address = "127.0.0.1"
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Agent{cfg: cfg, log: log.With("node", cfg.NodeName), workers: map[string]*podWorker{}}, nil
+}
+
+// Run registers the node and runs its pods until ctx ends. Pods keep
+// running when the agent stops: a restarted agent adopts them.
+func (a *Agent) Run(ctx context.Context) error {
+	var err error
+	if a.pods, err = a.cfg.Bus.Store(ctx, bus.StoreSpec{Bucket: "hs_pods", Namespaced: true}); err != nil {
+		return err
+	}
+	if a.nodes, err = a.cfg.Bus.Store(ctx, bus.StoreSpec{Bucket: "hs_nodes"}); err != nil {
+		return err
+	}
+	if a.index, err = a.cfg.Bus.NodePods(ctx); err != nil {
+		return err
+	}
+	leases, err := a.cfg.Bus.Leases(ctx)
+	if err != nil {
+		return err
+	}
+	if err := a.register(ctx); err != nil {
+		return err
+	}
+	if _, err := leases.Put(ctx, "node."+a.cfg.NodeName, a.cfg.NodeName, a.cfg.Grace); err != nil {
+		return fmt.Errorf("nodeagent: first heartbeat: %w", err)
+	}
+	survivors, err := a.cfg.Runtime.Discover(ctx)
+	if err != nil {
+		a.log.Warn("discovering surviving containers", "err", err)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(2)
+	go func() { defer wg.Done(); a.heartbeat(ctx, leases) }()
+	go func() { defer wg.Done(); a.resync(ctx) }()
+	err = a.watch(ctx, survivors)
+	a.mu.Lock()
+	ws := make([]*podWorker, 0, len(a.workers))
+	for _, w := range a.workers {
+		ws = append(ws, w)
+	}
+	a.mu.Unlock()
+	for _, w := range ws {
+		w.wait()
+	}
+	return err
+}
+
+// register creates or refreshes the Node: labels and status are the
+// agent's; spec (taints, unschedulable) is kept once others may have set it.
+func (a *Agent) register(ctx context.Context) error {
+	labels := map[string]string{
+		"kubernetes.io/hostname": a.cfg.NodeName, "kubernetes.io/os": runtime.GOOS, "kubernetes.io/arch": runtime.GOARCH,
+	}
+	for k, v := range a.cfg.Labels {
+		labels[k] = v
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	st := kinds.NodeStatus{
+		Capacity: a.cfg.Capacity, Allocatable: a.cfg.Capacity,
+		Addresses:       []kinds.NodeAddress{{Type: "InternalIP", Address: a.cfg.Address}, {Type: "Hostname", Address: a.cfg.NodeName}},
+		DaemonEndpoints: &kinds.DaemonEndpoints{AgentURL: a.cfg.AgentURL},
+		NodeInfo:        map[string]string{"operatingSystem": runtime.GOOS, "architecture": runtime.GOARCH, "runtime": fmt.Sprintf("%T", a.cfg.Runtime)},
+	}
+	object.SetCondition(&st.Conditions, object.Condition{Type: "Ready", Status: object.ConditionTrue, Reason: "AgentReady",
+		Message: "node agent is posting ready status"}, now)
+	for attempt := 0; attempt < 5; attempt++ {
+		cur, err := a.nodes.Get(ctx, a.cfg.NodeName)
+		if errors.Is(err, bus.ErrNotFound) {
+			n := &object.Object{APIVersion: "v1", Kind: "Node", Metadata: object.Meta{Name: a.cfg.NodeName, Labels: labels}}
+			if err := n.SetSpec(kinds.NodeSpec{Taints: a.cfg.Taints}); err != nil {
+				return err
+			}
+			if err := n.SetStatus(st); err != nil {
+				return err
+			}
+			if _, err = a.nodes.Create(ctx, n); errors.Is(err, bus.ErrAlreadyExists) {
+				continue
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		n := cur.Clone()
+		if n.Metadata.Labels == nil {
+			n.Metadata.Labels = map[string]string{}
+		}
+		for k, v := range labels {
+			n.Metadata.Labels[k] = v
+		}
+		if err := n.SetStatus(st); err != nil {
+			return err
+		}
+		if _, err = a.nodes.Update(ctx, n, bus.UpdateOptions{Current: cur}); errors.Is(err, bus.ErrConflict) {
+			continue
+		}
+		return err
+	}
+	return bus.ErrConflict
+}
+
+func (a *Agent) heartbeat(ctx context.Context, leases *bus.Leases) {
+	t := time.NewTicker(a.cfg.HeartbeatEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := leases.Put(ctx, "node."+a.cfg.NodeName, a.cfg.NodeName, a.cfg.Grace); err != nil && ctx.Err() == nil {
+			a.log.Warn("heartbeat failed", "err", err)
+		}
+	}
+}
+
+// watch follows the node's pods: the index says which pods are bound here.
+func (a *Agent) watch(ctx context.Context, survivors map[string]bool) error {
+	for ctx.Err() == nil {
+		ch, err := a.index.Watch(ctx, a.cfg.NodeName)
+		if err != nil {
+			a.log.Warn("watching the node's pods", "err", err)
+			if !sleep(ctx, time.Second) {
+				break
+			}
+			continue
+		}
+		for ev := range ch {
+			switch ev.Type {
+			case bus.Synced:
+				if survivors != nil {
+					a.cfg.Runtime.Cleanup(ctx, a.desiredUIDs())
+					survivors = nil
+				}
+			case bus.Added, bus.Modified:
+				a.desire(ctx, ev)
+			case bus.Deleted:
+				a.gone(ctx, ev.Key)
+			case bus.Failed:
+				a.log.Warn("node pod watch", "err", ev.Err)
+			}
+		}
+	}
+	return nil
+}
+
+func (a *Agent) desiredUIDs() map[string]bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	keep := map[string]bool{}
+	for _, w := range a.workers {
+		keep[w.uid()] = true
+	}
+	return keep
+}
+
+// desire starts, or hands a new version to, the worker of a pod.
+func (a *Agent) desire(ctx context.Context, ev bus.Event) {
+	p, err := kinds.DecodePod(ev.Object)
+	if err != nil {
+		a.log.Warn("undecodable pod", "pod", ev.Key, "err", err)
+		return
+	}
+	a.mu.Lock()
+	w := a.workers[ev.Key]
+	if w != nil && w.uid() != p.Metadata.UID {
+		// A new pod of the same name: the old one is gone.
+		w.remove()
+		w = nil
+	}
+	if w == nil {
+		w = newPodWorker(a, p, ev.Context(ctx))
+		a.workers[ev.Key] = w
+		a.mu.Unlock()
+		w.start(ctx)
+		return
+	}
+	a.mu.Unlock()
+	w.update(p)
+}
+
+// gone stops a pod that left the node or was deleted outright.
+func (a *Agent) gone(_ context.Context, key string) {
+	a.mu.Lock()
+	w := a.workers[key]
+	a.mu.Unlock()
+	if w != nil {
+		w.remove()
+	}
+}
+
+func (a *Agent) forget(key string, w *podWorker) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.workers[key] == w {
+		delete(a.workers, key)
+	}
+}
+
+// resync stops pods that no longer exist in the store, a safety net for a
+// removal the index missed.
+func (a *Agent) resync(ctx context.Context) {
+	for sleep(ctx, a.cfg.Resync) {
+		a.mu.Lock()
+		ws := make([]*podWorker, 0, len(a.workers))
+		for _, w := range a.workers {
+			ws = append(ws, w)
+		}
+		a.mu.Unlock()
+		for _, w := range ws {
+			o, err := a.pods.Get(ctx, w.key)
+			if errors.Is(err, bus.ErrNotFound) || (err == nil && o.Metadata.UID != w.uid()) {
+				a.log.Info("stopping a pod that no longer exists", "pod", w.key)
+				w.remove()
+			}
+		}
+	}
+}
+
+// LogPath finds a container's log file for the logs endpoint.
+func (a *Agent) LogPath(namespace, pod, container string, previous bool) (string, error) {
+	a.mu.Lock()
+	w := a.workers[object.Key(namespace, pod)]
+	a.mu.Unlock()
+	if w == nil {
+		return "", fmt.Errorf("pod %s/%s is not running on node %s", namespace, pod, a.cfg.NodeName)
+	}
+	if container == "" {
+		container = w.firstContainer()
+	}
+	return a.cfg.Runtime.LogPath(w.uid(), container, previous)
+}
+
+// Node is the agent's node name.
+func (a *Agent) Node() string { return a.cfg.NodeName }
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+

@@ -1,0 +1,233 @@
+package nodeagent
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/tracing"
+)
+
+// podWorker owns one pod on the node: it runs the pod through the runtime,
+// writes its status, and on deletion stops the containers within the grace
+// period and then removes the pod.
+type podWorker struct {
+	a    *Agent
+	key  string
+	tctx context.Context // carries the trace of the pod's arrival
+
+	mu       sync.Mutex
+	pod      *kinds.Pod
+	stored   *object.Object // latest version we know of, for compare-and-swap
+	reported *kinds.PodStatus
+	started  time.Time
+
+	updates  chan struct{}
+	removal  chan struct{}
+	statusCh chan struct{}
+	once     sync.Once
+	done     chan struct{}
+}
+
+func newPodWorker(a *Agent, p *kinds.Pod, tctx context.Context) *podWorker {
+	return &podWorker{a: a, key: p.Key(), pod: p, stored: p.Object, tctx: tctx,
+		updates: make(chan struct{}, 1), removal: make(chan struct{}), statusCh: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+func (w *podWorker) uid() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pod.Metadata.UID
+}
+
+func (w *podWorker) firstContainer() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.pod.Spec.Containers) == 0 {
+		return ""
+	}
+	return w.pod.Spec.Containers[0].Name
+}
+
+func (w *podWorker) update(p *kinds.Pod) {
+	w.mu.Lock()
+	w.pod = p
+	if rev(p.Object) > rev(w.stored) {
+		w.stored = p.Object
+	}
+	w.mu.Unlock()
+	select {
+	case w.updates <- struct{}{}:
+	default:
+	}
+}
+
+func (w *podWorker) remove() { w.once.Do(func() { close(w.removal) }) }
+
+func (w *podWorker) wait() { <-w.done }
+
+func rev(o *object.Object) uint64 {
+	if o == nil {
+		return 0
+	}
+	r, _ := bus.Revision(o.Metadata.ResourceVersion)
+	return r
+}
+
+func (w *podWorker) start(ctx context.Context) { go w.loop(ctx) }
+
+func (w *podWorker) loop(ctx context.Context) {
+	defer close(w.done)
+	defer w.a.forget(w.key, w)
+	w.mu.Lock()
+	pod := w.pod
+	w.started = time.Now().UTC().Truncate(time.Second)
+	w.mu.Unlock()
+	_, span := tracing.Tracer().Start(w.tctx, "start pod", trace.WithAttributes(
+		attribute.String("pod", w.key), attribute.String("node", w.a.cfg.NodeName)))
+	span.End()
+
+	statusDone := make(chan struct{})
+	sctx, stopStatus := context.WithCancel(ctx)
+	go func() { defer close(statusDone); w.statusLoop(sctx) }()
+	defer func() { stopStatus(); <-statusDone }()
+
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	runDone := make(chan struct{})
+	if !pod.Metadata.Deleting() {
+		go func() { defer close(runDone); w.a.cfg.Runtime.Run(runCtx, pod, w.report) }()
+	} else {
+		close(runDone)
+	}
+	for {
+		w.mu.Lock()
+		deleting := w.pod.Metadata.Deleting()
+		w.mu.Unlock()
+		if deleting {
+			w.terminate(ctx, stopRun, runDone, true)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			// The agent stops; the containers keep running for the next agent.
+			stopRun()
+			<-runDone
+			return
+		case <-w.removal:
+			w.terminate(ctx, stopRun, runDone, false)
+			return
+		case <-w.updates:
+		}
+	}
+}
+
+// terminate stops the containers within the grace period; for a pod being
+// deleted gracefully it then removes the pod object.
+func (w *podWorker) terminate(ctx context.Context, stopRun func(), runDone <-chan struct{}, deleteObject bool) {
+	stopRun()
+	<-runDone
+	w.mu.Lock()
+	pod := w.pod
+	stored := w.stored
+	w.mu.Unlock()
+	grace := time.Duration(kinds.Int64(pod.Spec.TerminationGracePeriodSeconds, 30)) * time.Second
+	if g := pod.Metadata.DeletionGracePeriodSeconds; g != nil {
+		grace = time.Duration(*g) * time.Second
+	}
+	sctx := context.WithoutCancel(ctx)
+	w.a.cfg.Runtime.Stop(sctx, pod.Metadata.UID, grace)
+	if !deleteObject {
+		return
+	}
+	zero := int64(0)
+	_, _, err := w.a.pods.Delete(sctx, stored.Key(), bus.DeleteOptions{UID: pod.Metadata.UID, GracePeriodSeconds: &zero})
+	if err != nil && !errors.Is(err, bus.ErrNotFound) && !errors.Is(err, bus.ErrConflict) {
+		w.a.log.Warn("removing a stopped pod", "pod", w.key, "err", err)
+	}
+}
+
+// report is the runtime's status callback.
+func (w *podWorker) report(st kinds.PodStatus) {
+	w.mu.Lock()
+	w.reported = &st
+	w.mu.Unlock()
+	select {
+	case w.statusCh <- struct{}{}:
+	default:
+	}
+}
+
+// statusLoop writes the latest reported status, by compare-and-swap.
+func (w *podWorker) statusLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.statusCh:
+		}
+		for attempt := 0; attempt < 5 && ctx.Err() == nil; attempt++ {
+			err := w.writeStatus(ctx)
+			if err == nil || errors.Is(err, bus.ErrNotFound) {
+				break
+			}
+			if !errors.Is(err, bus.ErrConflict) {
+				w.a.log.Warn("writing pod status", "pod", w.key, "err", err)
+				sleep(ctx, time.Second)
+			}
+			if cur, gerr := w.a.pods.Get(ctx, w.key); gerr == nil {
+				w.mu.Lock()
+				if cur.Metadata.UID == w.pod.Metadata.UID {
+					w.stored = cur
+				}
+				w.mu.Unlock()
+			}
+		}
+	}
+}
+
+func (w *podWorker) writeStatus(ctx context.Context) error {
+	w.mu.Lock()
+	stored, rep, started := w.stored, w.reported, w.started
+	w.mu.Unlock()
+	if rep == nil || stored.Metadata.Deleting() && rep.Phase == "" {
+		return nil
+	}
+	var st kinds.PodStatus
+	_ = stored.DecodeStatus(&st)
+	next := *rep
+	next.HostIP, next.PodIP = w.a.cfg.Address, w.a.cfg.Address
+	next.StartTime = st.StartTime
+	if next.StartTime == nil {
+		next.StartTime = &started
+	}
+	// Keep the conditions others own (PodScheduled), take ours.
+	conds := append([]object.Condition(nil), st.Conditions...)
+	now := time.Now().UTC().Truncate(time.Second)
+	for _, c := range rep.Conditions {
+		object.SetCondition(&conds, c, now)
+	}
+	next.Conditions = conds
+	n := stored.Clone()
+	if err := n.SetStatus(next); err != nil {
+		return err
+	}
+	if object.SameJSON(n.Status, stored.Status) {
+		return nil
+	}
+	updated, err := w.a.pods.Update(ctx, n, bus.UpdateOptions{Current: stored})
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.stored = updated
+	w.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,117 @@
+package nodeagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/object"
+)
+
+// Simulated is a runtime that runs nothing: a pod's containers report
+// Running and Ready after Delay. It lets one process host many virtual
+// nodes for scale tests and benchmarks.
+type Simulated struct {
+	Delay time.Duration
+}
+
+// Discover finds nothing: simulated containers die with the process.
+func (Simulated) Discover(context.Context) (map[string]bool, error) { return nil, nil }
+
+// Run reports the pod creating, then running and ready, then waits.
+func (s Simulated) Run(ctx context.Context, pod *kinds.Pod, report func(kinds.PodStatus)) {
+	var cs []kinds.ContainerStatus
+	for _, c := range pod.Spec.Containers {
+		cs = append(cs, kinds.ContainerStatus{Name: c.Name, Image: c.Image,
+			State: kinds.ContainerState{Waiting: &kinds.StateWaiting{Reason: "ContainerCreating"}}})
+	}
+	if s.Delay > 0 {
+		report(kinds.PodStatus{Phase: kinds.PodPending, ContainerStatuses: cs, Conditions: conditions(object.ConditionFalse)})
+		if !sleep(ctx, s.Delay) {
+			return
+		}
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	started := true
+	for i := range cs {
+		cs[i].State = kinds.ContainerState{Running: &kinds.StateRunning{StartedAt: now}}
+		cs[i].Ready, cs[i].Started = true, &started
+	}
+	report(kinds.PodStatus{Phase: kinds.PodRunning, ContainerStatuses: cs, Conditions: conditions(object.ConditionTrue)})
+	<-ctx.Done()
+}
+
+func conditions(ready string) []object.Condition {
+	return []object.Condition{
+		{Type: kinds.PodInitialized, Status: object.ConditionTrue},
+		{Type: kinds.ContainersReady, Status: ready},
+		{Type: kinds.PodReady, Status: ready},
+	}
+}
+
+// Stop stops nothing.
+func (Simulated) Stop(context.Context, string, time.Duration) {}
+
+// Cleanup cleans nothing.
+func (Simulated) Cleanup(context.Context, map[string]bool) {}
+
+// LogPath: simulated containers write no logs.
+func (Simulated) LogPath(string, string, bool) (string, error) {
+	return "", errors.New("simulated containers write no logs")
+}
+
+// SimConfig configures a process hosting many simulated nodes.
+type SimConfig struct {
+	Bus    *bus.Conn
+	Logger *slog.Logger
+	// Nodes to host, named <Prefix>-<i>.
+	Nodes  int
+	Prefix string
+	// Capacity of each node (default 32 cpu, 128Gi, 110 pods).
+	Capacity kinds.ResourceList
+	// Delay before a pod reports Running.
+	Delay          time.Duration
+	HeartbeatEvery time.Duration
+	Grace          time.Duration
+}
+
+// RunSimulated runs the simulated nodes until ctx ends.
+func RunSimulated(ctx context.Context, cfg SimConfig) error {
+	if cfg.Prefix == "" {
+		cfg.Prefix = "sim"
+	}
+	if cfg.Capacity == nil {
+		cfg.Capacity = kinds.ResourceList{"cpu": "32", "memory": "128Gi", "pods": "110"}
+	}
+	errs := make(chan error, cfg.Nodes)
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for i := range cfg.Nodes {
+		a, err := New(Config{
+			Bus: cfg.Bus, Logger: cfg.Logger, NodeName: fmt.Sprintf("%s-%d", cfg.Prefix, i),
+			Runtime: Simulated{Delay: cfg.Delay}, Capacity: cfg.Capacity,
+			Labels:         map[string]string{"homeostat.io/simulated": "true"},
+			HeartbeatEvery: cfg.HeartbeatEvery, Grace: cfg.Grace,
+		})
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := a.Run(ctx); err != nil {
+				errs <- err
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}

@@ -1,0 +1,195 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/tracing"
+)
+
+type bindJob struct {
+	key  string
+	node string
+	hdr  nats.Header
+}
+
+// loop decides, one pod at a time, and hands binds to the binders.
+func (s *Service) loop(ctx context.Context, binds chan<- bindJob) {
+	for {
+		key, hdr, ok := s.queue.pop(ctx)
+		if !ok {
+			return
+		}
+		o, found := s.pods.Get(key)
+		if !found || s.cache.isAssumed(key) {
+			continue
+		}
+		p, err := kinds.DecodePod(o)
+		if err != nil || !unbound(p) {
+			continue
+		}
+		node, reasons, total := s.decide(key, p)
+		if node == "" {
+			s.unschedulable(ctx, o, hdr, unschedulableMessage(total, reasons))
+			s.queue.park(key)
+			continue
+		}
+		select {
+		case binds <- bindJob{key: key, node: node, hdr: hdr}:
+		case <-ctx.Done():
+			s.cache.forget(key)
+			return
+		}
+	}
+}
+
+// decide filters and scores under the cache's lock, and assumes the pod on
+// the chosen node before unlocking, so the next decision counts it.
+func (s *Service) decide(key string, p *kinds.Pod) (string, map[string]int, int) {
+	s.cache.mu.RLock()
+	nodes := s.cache.snapshot()
+	c := newCandidate(key, p, nodes)
+	reasons := map[string]int{}
+	best, bestScore, feasible := "", int64(-1), 0
+	s.mu.Lock()
+	start := s.offset
+	s.offset++
+	s.mu.Unlock()
+	for i := range nodes {
+		n := nodes[(start+i)%len(nodes)]
+		if why := filter(c, n, nodes); why != "" {
+			reasons[why]++
+			continue
+		}
+		feasible++
+		if sc := score(c, n); sc > bestScore {
+			best, bestScore = n.name, sc
+		}
+		if feasible >= s.cfg.MaxScored {
+			break
+		}
+	}
+	s.cache.mu.RUnlock()
+	if best != "" {
+		s.cache.assume(key, best, p)
+	}
+	return best, reasons, len(nodes)
+}
+
+// binder binds by compare-and-swap on the pod: spec.nodeName and the
+// PodScheduled condition in one write.
+func (s *Service) binder(ctx context.Context, jobs <-chan bindJob) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case j := <-jobs:
+			if err := s.bind(ctx, j); err != nil {
+				s.cache.forget(j.key)
+				if !errors.Is(err, errGone) {
+					s.log.Warn("bind failed; retrying", "pod", j.key, "node", j.node, "err", err)
+					s.queue.park(j.key)
+				}
+			}
+		}
+	}
+}
+
+var errGone = errors.New("pod gone or bound elsewhere")
+
+func (s *Service) bind(ctx context.Context, j bindJob) error {
+	ctx = otel.GetTextMapPropagator().Extract(ctx, propagation.HeaderCarrier(j.hdr))
+	ctx, span := tracing.Tracer().Start(ctx, "bind", trace.WithAttributes(
+		attribute.String("pod", j.key), attribute.String("node", j.node)))
+	defer span.End()
+	cur, ok := s.pods.Get(j.key)
+	for attempt := 0; attempt < 3; attempt++ {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !ok {
+			return errGone
+		}
+		p, err := kinds.DecodePod(cur)
+		if err != nil {
+			return err
+		}
+		if !unbound(p) {
+			return errGone
+		}
+		n := cur.Clone()
+		p.Spec.NodeName = j.node
+		if err := n.SetSpec(p.Spec); err != nil {
+			return err
+		}
+		now := time.Now().UTC().Truncate(time.Second)
+		object.SetCondition(&p.Status.Conditions, object.Condition{Type: kinds.PodScheduled, Status: object.ConditionTrue}, now)
+		if p.Status.Phase == "" {
+			p.Status.Phase = kinds.PodPending
+		}
+		if err := n.SetStatus(p.Status); err != nil {
+			return err
+		}
+		bound, err := s.pods.Store().Update(ctx, n, bus.UpdateOptions{Current: cur})
+		if err == nil {
+			s.queue.remove(j.key)
+			s.events.Event(ctx, bound, kinds.EventNormal, "Scheduled", "Successfully assigned %s/%s to %s",
+				bound.Metadata.Namespace, bound.Metadata.Name, j.node)
+			return nil
+		}
+		if !errors.Is(err, bus.ErrConflict) {
+			span.SetStatus(codes.Error, err.Error())
+			return err
+		}
+		// Someone else wrote the pod: look again at the latest version.
+		cur, err = s.pods.Store().Get(ctx, j.key)
+		ok = err == nil
+		if err != nil && !errors.Is(err, bus.ErrNotFound) {
+			return err
+		}
+	}
+	return bus.ErrConflict
+}
+
+// unschedulable reports why, once per distinct message.
+func (s *Service) unschedulable(ctx context.Context, o *object.Object, hdr nats.Header, msg string) {
+	ctx = otel.GetTextMapPropagator().Extract(ctx, propagation.HeaderCarrier(hdr))
+	p, err := kinds.DecodePod(o)
+	if err != nil {
+		return
+	}
+	if c := object.FindCondition(p.Status.Conditions, kinds.PodScheduled); c != nil && c.Status == object.ConditionFalse && c.Message == msg {
+		return
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	object.SetCondition(&p.Status.Conditions, object.Condition{Type: kinds.PodScheduled, Status: object.ConditionFalse,
+		Reason: "Unschedulable", Message: msg}, now)
+	if p.Status.Phase == "" {
+		p.Status.Phase = kinds.PodPending
+	}
+	n := o.Clone()
+	if err := n.SetStatus(p.Status); err != nil {
+		return
+	}
+	if _, err := s.pods.Store().Update(ctx, n, bus.UpdateOptions{Current: o}); err != nil && !errors.Is(err, bus.ErrConflict) && !errors.Is(err, bus.ErrNotFound) {
+		s.log.Warn("recording an unschedulable pod", "pod", o.Key(), "err", err)
+	}
+	s.events.Event(ctx, o, kinds.EventWarning, "FailedScheduling", "%s", msg)
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}

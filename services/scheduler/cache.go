@@ -1,0 +1,189 @@
+package scheduler
+
+import (
+	"sort"
+	"sync"
+
+	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/object"
+)
+
+// nodeInfo is what the scheduler knows of a node: its object and the pods
+// bound (or assumed bound) to it, with their summed requests.
+type nodeInfo struct {
+	obj         *object.Object
+	spec        kinds.NodeSpec
+	ready       bool
+	allocCPU    int64 // millicores
+	allocMem    int64 // bytes
+	allocPods   int64
+	reqCPU      int64
+	reqMem      int64
+	pods        map[string]*kinds.Pod
+	labels      map[string]string
+	name        string
+	schedulable bool
+}
+
+// cache keeps nodeInfos up to date from pod and node events, plus the pods
+// this scheduler has bound but not yet seen bound (assumed), so that its
+// next decision already counts them.
+type cache struct {
+	mu      sync.RWMutex
+	nodes   map[string]*nodeInfo
+	podNode map[string]string // pod key -> node it is counted on
+	assumed map[string]string // pod key -> node
+}
+
+func newCache() *cache {
+	return &cache{nodes: map[string]*nodeInfo{}, podNode: map[string]string{}, assumed: map[string]string{}}
+}
+
+// podRequests sums what a pod asks for: its containers, or its largest
+// init container if that is more.
+func podRequests(spec kinds.PodSpec) (cpu, mem int64) {
+	for _, c := range spec.Containers {
+		cpu += c.Resources.Requests["cpu"].MilliValue()
+		mem += c.Resources.Requests["memory"].IntValue()
+	}
+	for _, c := range spec.InitContainers {
+		cpu = max(cpu, c.Resources.Requests["cpu"].MilliValue())
+		mem = max(mem, c.Resources.Requests["memory"].IntValue())
+	}
+	return cpu, mem
+}
+
+func (c *cache) setNode(o *object.Object) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.nodes[o.Metadata.Name]
+	if n == nil {
+		n = &nodeInfo{pods: map[string]*kinds.Pod{}, name: o.Metadata.Name}
+		c.nodes[o.Metadata.Name] = n
+	}
+	n.obj = o
+	n.spec = kinds.NodeSpec{}
+	_ = o.DecodeSpec(&n.spec)
+	var st kinds.NodeStatus
+	_ = o.DecodeStatus(&st)
+	n.allocCPU = st.Allocatable["cpu"].MilliValue()
+	n.allocMem = st.Allocatable["memory"].IntValue()
+	n.allocPods = st.Allocatable["pods"].IntValue()
+	if n.allocPods == 0 {
+		n.allocPods = 110
+	}
+	rc := object.FindCondition(st.Conditions, "Ready")
+	n.ready = rc != nil && rc.Status == object.ConditionTrue
+	n.labels = map[string]string{"kubernetes.io/hostname": o.Metadata.Name}
+	for k, v := range o.Metadata.Labels {
+		n.labels[k] = v
+	}
+	n.schedulable = !n.spec.Unschedulable
+}
+
+func (c *cache) removeNode(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := c.nodes[name]; n != nil {
+		n.obj = nil
+		if len(n.pods) == 0 {
+			delete(c.nodes, name)
+		}
+	}
+}
+
+// setPod counts a pod on its node (or uncounts it when it is finished,
+// unbound or gone).
+func (c *cache) setPod(key string, p *kinds.Pod) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.uncount(key)
+	if p == nil || p.Terminal() {
+		delete(c.assumed, key)
+		return
+	}
+	node := p.Spec.NodeName
+	if node == "" {
+		if a, ok := c.assumed[key]; ok {
+			node = a
+		} else {
+			return
+		}
+	} else {
+		delete(c.assumed, key)
+	}
+	c.count(key, node, p)
+}
+
+func (c *cache) count(key, node string, p *kinds.Pod) {
+	n := c.nodes[node]
+	if n == nil {
+		n = &nodeInfo{pods: map[string]*kinds.Pod{}, name: node}
+		c.nodes[node] = n
+	}
+	cpu, mem := podRequests(p.Spec)
+	n.reqCPU += cpu
+	n.reqMem += mem
+	n.pods[key] = p
+	c.podNode[key] = node
+}
+
+func (c *cache) uncount(key string) {
+	node, ok := c.podNode[key]
+	if !ok {
+		return
+	}
+	delete(c.podNode, key)
+	n := c.nodes[node]
+	if n == nil {
+		return
+	}
+	if p := n.pods[key]; p != nil {
+		cpu, mem := podRequests(p.Spec)
+		n.reqCPU -= cpu
+		n.reqMem -= mem
+		delete(n.pods, key)
+	}
+	if n.obj == nil && len(n.pods) == 0 {
+		delete(c.nodes, node)
+	}
+}
+
+// assume counts a pod on node before the bind is seen.
+func (c *cache) assume(key, node string, p *kinds.Pod) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.uncount(key)
+	c.assumed[key] = node
+	c.count(key, node, p)
+}
+
+// forget drops an assumption after a failed bind.
+func (c *cache) forget(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.assumed[key]; ok {
+		delete(c.assumed, key)
+		c.uncount(key)
+	}
+}
+
+func (c *cache) isAssumed(key string) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	_, ok := c.assumed[key]
+	return ok
+}
+
+// snapshot returns the nodes in a stable order; the caller holds the read
+// lock for as long as it uses them.
+func (c *cache) snapshot() []*nodeInfo {
+	out := make([]*nodeInfo, 0, len(c.nodes))
+	for _, n := range c.nodes {
+		if n.obj != nil {
+			out = append(out, n)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}

@@ -1,0 +1,123 @@
+package scheduler
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// queue holds the pods waiting to be scheduled: active ones in FIFO order,
+// and unschedulable ones parked with a backoff (1s doubling to 60s) until
+// their time comes, the pod changes, or the cluster changes (a node, a
+// freed pod) in a way that may let them fit.
+type queue struct {
+	mu       sync.Mutex
+	active   []string
+	inActive map[string]bool
+	parked   map[string]time.Time
+	attempts map[string]int
+	headers  map[string]nats.Header
+	wake     chan struct{}
+}
+
+func newQueue() *queue {
+	return &queue{inActive: map[string]bool{}, parked: map[string]time.Time{}, attempts: map[string]int{},
+		headers: map[string]nats.Header{}, wake: make(chan struct{}, 1)}
+}
+
+func (q *queue) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *queue) activate(key string) {
+	delete(q.parked, key)
+	if !q.inActive[key] {
+		q.inActive[key] = true
+		q.active = append(q.active, key)
+		q.signal()
+	}
+}
+
+// add makes a new or changed unbound pod active.
+func (q *queue) add(key string, hdr nats.Header) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if hdr != nil {
+		q.headers[key] = hdr
+	}
+	q.activate(key)
+}
+
+// remove forgets a pod that is bound or gone.
+func (q *queue) remove(key string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.parked, key)
+	delete(q.attempts, key)
+	delete(q.headers, key)
+	// Left in active, it is skipped when popped.
+}
+
+// park backs off an unschedulable pod.
+func (q *queue) park(key string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.attempts[key]++
+	d := time.Second << min(q.attempts[key]-1, 6)
+	q.parked[key] = time.Now().Add(min(d, time.Minute))
+}
+
+// flushParked retries every parked pod now: the cluster changed.
+func (q *queue) flushParked() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for k := range q.parked {
+		q.activate(k)
+	}
+}
+
+// pop returns the next pod to try, waiting until one is due or ctx ends.
+func (q *queue) pop(ctx context.Context) (string, nats.Header, bool) {
+	for {
+		q.mu.Lock()
+		now := time.Now()
+		next := time.Minute
+		for k, until := range q.parked {
+			if !until.After(now) {
+				q.activate(k)
+			} else if d := until.Sub(now); d < next {
+				next = d
+			}
+		}
+		if len(q.active) > 0 {
+			k := q.active[0]
+			q.active = q.active[1:]
+			delete(q.inActive, k)
+			hdr := q.headers[k]
+			q.mu.Unlock()
+			return k, hdr, true
+		}
+		q.mu.Unlock()
+		t := time.NewTimer(next)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return "", nil, false
+		case <-q.wake:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+// len counts active and parked pods.
+func (q *queue) len() (active, parked int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.active), len(q.parked)
+}

@@ -1,0 +1,149 @@
+package scheduler
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/services/controllers/reconcile"
+)
+
+// router keeps the per-node pod index from the scheduler's watch of every
+// pod. It writes only what an agent acts on — a pod arriving on or leaving
+// a node, its spec, its deletion — not status changes, which agents make
+// themselves. Only the leader writes; on taking the lead it writes every
+// bound pod once, so nothing a failed leader missed stays missing.
+type router struct {
+	index *bus.NodePods
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	active  bool
+	pending []func(context.Context) (jetstream.PubAckFuture, error)
+	kick    chan struct{}
+}
+
+func newRouter(index *bus.NodePods, log *slog.Logger) *router {
+	return &router{index: index, log: log, kick: make(chan struct{}, 1)}
+}
+
+func nodeOf(o *object.Object) string {
+	if o == nil {
+		return ""
+	}
+	var spec struct {
+		NodeName string `json:"nodeName"`
+	}
+	_ = o.DecodeSpec(&spec)
+	return spec.NodeName
+}
+
+// agentView is the part of a pod an agent acts on.
+func agentView(o *object.Object) string {
+	if o == nil {
+		return ""
+	}
+	dt := ""
+	if o.Metadata.DeletionTimestamp != nil {
+		dt = o.Metadata.DeletionTimestamp.String()
+	}
+	return o.Metadata.UID + "|" + dt + "|" + string(o.Spec)
+}
+
+func (r *router) change(ch reconcile.Change) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.active {
+		return
+	}
+	oldNode, newNode := nodeOf(ch.Old), nodeOf(ch.New)
+	key := ch.Object().Key()
+	if oldNode != "" && oldNode != newNode {
+		r.pending = append(r.pending, func(ctx context.Context) (jetstream.PubAckFuture, error) {
+			return r.index.Remove(ctx, oldNode, key)
+		})
+	}
+	if newNode != "" && (newNode != oldNode || agentView(ch.Old) != agentView(ch.New)) {
+		pod := ch.New
+		r.pending = append(r.pending, func(ctx context.Context) (jetstream.PubAckFuture, error) {
+			return r.index.Set(ctx, newNode, pod)
+		})
+	}
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run publishes index changes while leading.
+func (r *router) run(ctx context.Context, pods *reconcile.Informer) {
+	r.mu.Lock()
+	r.active = true
+	for _, o := range pods.List() {
+		if n := nodeOf(o); n != "" {
+			pod := o
+			r.pending = append(r.pending, func(ctx context.Context) (jetstream.PubAckFuture, error) {
+				return r.index.Set(ctx, n, pod)
+			})
+		}
+	}
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.active = false
+		r.pending = nil
+		r.mu.Unlock()
+	}()
+	r.flush(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			r.flush(context.WithoutCancel(ctx))
+			return
+		case <-r.kick:
+		}
+		r.flush(ctx)
+	}
+}
+
+func (r *router) flush(ctx context.Context) {
+	r.mu.Lock()
+	batch := r.pending
+	r.pending = nil
+	r.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	futures := make([]jetstream.PubAckFuture, 0, len(batch))
+	for _, pub := range batch {
+		f, err := pub(ctx)
+		if err != nil {
+			r.log.Warn("node pod index write failed", "err", err)
+			continue
+		}
+		futures = append(futures, f)
+	}
+	if err := r.index.Wait(ctx, futures); err != nil {
+		r.log.Warn("node pod index write failed", "err", err)
+		// Try them all again: Set and Remove are idempotent.
+		r.mu.Lock()
+		r.pending = append(batch, r.pending...)
+		r.mu.Unlock()
+		t := time.NewTimer(time.Second)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+		select {
+		case r.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
