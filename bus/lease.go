@@ -198,4 +198,3 @@ func (ls *Lease) TTLDuration() time.Duration {
 	d, _ := time.ParseDuration(ls.TTL)
 	return d
 }
-

@@ -340,4 +340,3 @@ func sleep(ctx context.Context, d time.Duration) bool {
 		return true
 	}
 }
-

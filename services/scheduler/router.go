@@ -146,4 +146,3 @@ func (r *router) flush(ctx context.Context) {
 		}
 	}
 }
-
