@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -37,4 +38,12 @@ func printError(err error) {
 		return
 	}
 	fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+}
+
+func statusFromBody(code int, data []byte) error {
+	var st object.Status
+	if err := json.Unmarshal(data, &st); err != nil || st.Kind != "Status" {
+		return fmt.Errorf("HTTP %d: %s", code, data)
+	}
+	return &st
 }

@@ -57,9 +57,9 @@ func newRoot() *cobra.Command {
 	pf.StringVarP(&g.namespace, "namespace", "n", "default", "namespace of the objects")
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level of server roles: debug, info, warn, error")
 	root.AddCommand(
-		newUp(g), newAPI(g), newControllers(g),
+		newUp(g), newAPI(g), newControllers(g), newScheduler(g), newNodeAgent(g), newDemo(),
 		newApply(g), newGet(g), newDescribe(g), newDelete(g), newAPIResources(g),
-		newRollout(g), newScale(g),
+		newRollout(g), newScale(g), newLogs(g),
 	)
 	return root
 }

@@ -7,12 +7,15 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/services/api"
 	"github.com/homeostat/homeostat/services/controllers"
+	"github.com/homeostat/homeostat/services/scheduler"
 )
 
 type upOptions struct {
@@ -20,6 +23,9 @@ type upOptions struct {
 	listen     string
 	natsListen string
 	fsync      string
+	noAgent    bool
+	keepPods   bool
+	agent      agentOptions
 }
 
 func defaultDataDir() string {
@@ -46,6 +52,13 @@ func newUp(g *globals) *cobra.Command {
 	f.StringVar(&o.dataDir, "data-dir", defaultDataDir(), "directory of the embedded JetStream store")
 	f.StringVar(&o.listen, "listen", "127.0.0.1:6440", "address the API listens on")
 	f.StringVar(&o.natsListen, "nats-listen", "127.0.0.1:4222", "address the embedded NATS server listens on, for agents in other processes")
+	f.BoolVar(&o.noAgent, "no-agent", false, "run no node agent in this process")
+	f.BoolVar(&o.keepPods, "keep-pods", false, "leave pods' processes running on exit, for the next start to adopt")
+	host, _ := os.Hostname()
+	f.StringVar(&o.agent.name, "node-name", strings.ToLower(host), "name of this machine's node")
+	f.StringVar(&o.agent.capacity, "capacity", "", "node capacity as cpu=4,memory=8Gi,pods=110 (default: this machine's)")
+	f.IntVar(&o.agent.simulate, "simulate", 0, "host this many simulated nodes instead of the real one")
+	f.DurationVar(&o.agent.simDelay, "simulate-delay", 0, "how long a simulated pod takes to report Running")
 	f.StringVar(&o.fsync, "fsync", "interval", "when JetStream syncs writes to disk: interval (fast; a killed process loses nothing, a power cut may lose the last seconds) or always (survives power loss, about 5x slower writes)")
 	return cmd
 }
@@ -93,7 +106,18 @@ func runUp(ctx context.Context, g *globals, o *upOptions) error {
 	if err != nil {
 		return err
 	}
-	err = runAll(ctx, apiSvc.Run, ctrl.Run)
+	sched, err := scheduler.New(scheduler.Config{Bus: conn, Logger: log})
+	if err != nil {
+		return err
+	}
+	runs := []func(context.Context) error{apiSvc.Run, ctrl.Run, sched.Run}
+	if !o.noAgent {
+		a := o.agent
+		a.dataDir = filepath.Join(o.dataDir, "agent")
+		a.listen, a.address, a.heartbeat, a.grace, a.stopPods = "127.0.0.1:0", "127.0.0.1", 10*time.Second, 40*time.Second, !o.keepPods
+		runs = append(runs, func(ctx context.Context) error { return runAgent(ctx, g, &a, conn) })
+	}
+	err = runAll(ctx, runs...)
 	fmt.Println("Homeostat stopped.")
 	return err
 }

@@ -62,7 +62,10 @@ func (s *Service) resolve(r *http.Request) (*resourceRef, *apiError) {
 		return nil, newError(http.StatusNotFound, object.ReasonNotFound, "%s is cluster-scoped; drop /namespaces/%s from the path",
 			ref.groupResource(), ref.namespace)
 	}
-	if ref.sub != "" && ref.sub != "status" && ref.sub != "reconcile" {
+	if ref.sub == "log" && (res.Custom || res.Kind != "Pod") {
+		return nil, newError(http.StatusNotFound, object.ReasonNotFound, "only pods have logs")
+	}
+	if ref.sub != "" && ref.sub != "status" && ref.sub != "reconcile" && ref.sub != "log" {
 		return nil, newError(http.StatusNotFound, object.ReasonNotFound, "%s has no subresource %q", ref.groupResource(), ref.sub)
 	}
 	st, err := s.storeFor(r.Context(), res)
@@ -138,6 +141,12 @@ func (s *Service) dispatch(w http.ResponseWriter, r *http.Request, ref *resource
 	if ref.res.Namespaced && ref.namespace == "" {
 		return newError(http.StatusNotFound, object.ReasonNotFound, "%s is namespaced; address it under /namespaces/{namespace}/%s/%s",
 			ref.groupResource(), ref.plural, ref.name)
+	}
+	if ref.sub == "log" {
+		if r.Method != http.MethodGet {
+			return methodNotAllowed(r, "GET")
+		}
+		return s.podLog(w, r, ref)
 	}
 	if ref.sub == "reconcile" {
 		if r.Method != http.MethodGet {

@@ -58,6 +58,9 @@ type Config struct {
 	Grace          time.Duration
 	// Resync checks that every running pod still exists (default 1m).
 	Resync time.Duration
+	// StopPodsOnExit stops every container when the agent stops; by default
+	// they keep running and the next agent adopts them.
+	StopPodsOnExit bool
 }
 
 // Agent is one node's agent.
@@ -137,6 +140,20 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.mu.Unlock()
 	for _, w := range ws {
 		w.wait()
+	}
+	if a.cfg.StopPodsOnExit {
+		var swg sync.WaitGroup
+		for _, w := range ws {
+			swg.Add(1)
+			go func() {
+				defer swg.Done()
+				w.mu.Lock()
+				grace := time.Duration(kinds.Int64(w.pod.Spec.TerminationGracePeriodSeconds, 30)) * time.Second
+				w.mu.Unlock()
+				a.cfg.Runtime.Stop(context.WithoutCancel(ctx), w.uid(), grace)
+			}()
+		}
+		swg.Wait()
 	}
 	return err
 }

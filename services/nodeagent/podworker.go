@@ -85,7 +85,6 @@ func (w *podWorker) start(ctx context.Context) { go w.loop(ctx) }
 
 func (w *podWorker) loop(ctx context.Context) {
 	defer close(w.done)
-	defer w.a.forget(w.key, w)
 	w.mu.Lock()
 	pod := w.pod
 	w.started = time.Now().UTC().Truncate(time.Second)
@@ -95,7 +94,7 @@ func (w *podWorker) loop(ctx context.Context) {
 	span.End()
 
 	statusDone := make(chan struct{})
-	sctx, stopStatus := context.WithCancel(ctx)
+	sctx, stopStatus := context.WithCancel(trace.ContextWithSpanContext(ctx, trace.SpanContextFromContext(w.tctx)))
 	go func() { defer close(statusDone); w.statusLoop(sctx) }()
 	defer func() { stopStatus(); <-statusDone }()
 
@@ -113,6 +112,7 @@ func (w *podWorker) loop(ctx context.Context) {
 		w.mu.Unlock()
 		if deleting {
 			w.terminate(ctx, stopRun, runDone, true)
+			w.a.forget(w.key, w)
 			return
 		}
 		select {
@@ -123,6 +123,7 @@ func (w *podWorker) loop(ctx context.Context) {
 			return
 		case <-w.removal:
 			w.terminate(ctx, stopRun, runDone, false)
+			w.a.forget(w.key, w)
 			return
 		case <-w.updates:
 		}

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/services/nodeagent"
+	"github.com/homeostat/homeostat/services/nodeagent/process"
+	"github.com/homeostat/homeostat/services/scheduler"
+)
+
+type agentOptions struct {
+	name      string
+	dataDir   string
+	listen    string
+	address   string
+	capacity  string
+	labels    []string
+	simulate  int
+	simDelay  time.Duration
+	heartbeat time.Duration
+	grace     time.Duration
+	stopPods  bool
+}
+
+func (o *agentOptions) register(cmd *cobra.Command) {
+	host, _ := os.Hostname()
+	f := cmd.Flags()
+	f.StringVar(&o.name, "name", strings.ToLower(host), "node name (with --simulate, the prefix of the virtual nodes)")
+	f.StringVar(&o.dataDir, "data-dir", filepath.Join(defaultDataDir(), "agent"), "directory for container logs")
+	f.StringVar(&o.listen, "listen", "127.0.0.1:0", "address serving container logs to the API")
+	f.StringVar(&o.address, "address", "127.0.0.1", "the node's IP, reported as its pods' IP")
+	f.StringVar(&o.capacity, "capacity", "", "capacity as cpu=4,memory=8Gi,pods=110 (default: this machine's)")
+	f.StringSliceVar(&o.labels, "label", nil, "node label key=value (repeatable)")
+	f.IntVar(&o.simulate, "simulate", 0, "host this many simulated nodes instead of running real processes")
+	f.DurationVar(&o.simDelay, "simulate-delay", 0, "how long a simulated pod takes to report Running")
+	f.DurationVar(&o.heartbeat, "heartbeat", 10*time.Second, "how often the heartbeat lease is renewed")
+	f.DurationVar(&o.grace, "grace", 40*time.Second, "heartbeat lease time-to-live: silent this long, the node is unreachable")
+}
+
+func (o *agentOptions) resources() (kinds.ResourceList, error) {
+	rl := kinds.ResourceList{"cpu": kinds.Quantity(fmt.Sprint(runtime.NumCPU())), "memory": kinds.Quantity(fmt.Sprint(memTotal())), "pods": "110"}
+	if o.capacity == "" {
+		return rl, nil
+	}
+	for _, kv := range strings.Split(o.capacity, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fmt.Errorf("--capacity: %q is not name=quantity", kv)
+		}
+		if _, err := kinds.Quantity(v).Value(); err != nil {
+			return nil, fmt.Errorf("--capacity: %w", err)
+		}
+		rl[strings.TrimSpace(k)] = kinds.Quantity(strings.TrimSpace(v))
+	}
+	return rl, nil
+}
+
+// memTotal reads the machine's memory from /proc/meminfo.
+func memTotal() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 8 << 30
+	}
+	var kb int64
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "MemTotal:") {
+			_, _ = fmt.Sscanf(strings.TrimPrefix(line, "MemTotal:"), "%d", &kb)
+		}
+	}
+	return kb * 1024
+}
+
+// runAgent runs a real node agent, or simulated nodes.
+func runAgent(ctx context.Context, g *globals, o *agentOptions, conn *bus.Conn) error {
+	log := g.logger()
+	capacity, err := o.resources()
+	if err != nil {
+		return err
+	}
+	labels := map[string]string{}
+	for _, l := range o.labels {
+		k, v, _ := strings.Cut(l, "=")
+		labels[k] = v
+	}
+	if o.simulate > 0 {
+		return nodeagent.RunSimulated(ctx, nodeagent.SimConfig{Bus: conn, Logger: log, Nodes: o.simulate, Prefix: o.name,
+			Delay: o.simDelay, HeartbeatEvery: o.heartbeat, Grace: o.grace})
+	}
+	rt, err := process.New(process.Config{Node: o.name, Dir: o.dataDir, Logger: log})
+	if err != nil {
+		return fmt.Errorf("--data-dir: %w", err)
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	a, err := nodeagent.New(nodeagent.Config{Bus: conn, Logger: log, NodeName: o.name, Runtime: rt, Capacity: capacity,
+		Labels: labels, Address: o.address, AgentURL: "http://" + ln.Addr().String(), HeartbeatEvery: o.heartbeat, Grace: o.grace,
+		StopPodsOnExit: o.stopPods})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &http.Server{Handler: nodeagent.Handler(a), ReadHeaderTimeout: 10 * time.Second}
+	serve := func(ctx context.Context) error {
+		go func() { <-ctx.Done(); _ = srv.Close() }()
+		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
+			return err
+		}
+		return nil
+	}
+	return runAll(ctx, a.Run, serve)
+}
+
+func newNodeAgent(g *globals) *cobra.Command {
+	var bf busFlags
+	o := &agentOptions{}
+	cmd := &cobra.Command{
+		Use:   "nodeagent",
+		Short: "Run a node agent (real processes), or --simulate N virtual nodes",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			return withTracing(ctx, "homeostat-nodeagent", func() error {
+				conn, err := bf.connect(ctx, "homeostat-nodeagent", g.logger())
+				if err != nil {
+					return err
+				}
+				defer conn.Close()
+				return runAgent(ctx, g, o, conn)
+			})
+		},
+	}
+	bf.register(cmd.Flags())
+	o.register(cmd)
+	return cmd
+}
+
+func newScheduler(g *globals) *cobra.Command {
+	var bf busFlags
+	var metrics string
+	cmd := &cobra.Command{
+		Use:   "scheduler",
+		Short: "Run a scheduler replica (one leads; the others stand by)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			log := g.logger()
+			return withTracing(ctx, "homeostat-scheduler", func() error {
+				conn, err := bf.connect(ctx, "homeostat-scheduler", log)
+				if err != nil {
+					return err
+				}
+				defer conn.Close()
+				svc, err := scheduler.New(scheduler.Config{Bus: conn, Logger: log})
+				if err != nil {
+					return err
+				}
+				return runAll(ctx, svc.Run, metricsServer(metrics))
+			})
+		},
+	}
+	bf.register(cmd.Flags())
+	cmd.Flags().StringVar(&metrics, "metrics-listen", "0.0.0.0:9091", "address serving /metrics and /healthz (empty: none)")
+	return cmd
+}
+
+func newLogs(g *globals) *cobra.Command {
+	var container string
+	var follow, previous bool
+	var tail int
+	cmd := &cobra.Command{
+		Use:   "logs POD",
+		Short: "Print a container's output",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := strings.TrimPrefix(strings.TrimPrefix(args[0], "pod/"), "pods/")
+			c := g.client()
+			res, err := c.ResourceFor(cmd.Context(), "pods")
+			if err != nil {
+				return err
+			}
+			q := url.Values{}
+			if container != "" {
+				q.Set("container", container)
+			}
+			if follow {
+				q.Set("follow", "true")
+			}
+			if previous {
+				q.Set("previous", "true")
+			}
+			if tail > 0 {
+				q.Set("tailLines", fmt.Sprint(tail))
+			}
+			return streamFrom(cmd.Context(), c.Server()+res.Path(g.namespace, name)+"/log?"+q.Encode(), cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVarP(&container, "container", "c", "", "container name (needed when the pod has several)")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep streaming new output")
+	cmd.Flags().BoolVarP(&previous, "previous", "p", false, "the output of the container's previous instance")
+	cmd.Flags().IntVar(&tail, "tail", 0, "only the last N lines")
+	return cmd
+}
+
+func streamFrom(ctx context.Context, u string, out io.Writer) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("cannot reach the Homeostat API: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		data, _ := io.ReadAll(resp.Body)
+		return statusFromBody(resp.StatusCode, data)
+	}
+	_, err = io.Copy(out, resp.Body)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}

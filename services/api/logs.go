@@ -1,0 +1,94 @@
+package api
+
+import (
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/object"
+)
+
+// podLog proxies a container's log from the agent of the pod's node:
+// GET .../pods/{name}/log?container=&follow=true&previous=true&tailLines=N.
+func (s *Service) podLog(w http.ResponseWriter, r *http.Request, ref *resourceRef) *apiError {
+	o, err := ref.store.Get(r.Context(), ref.key())
+	if err != nil {
+		return storeError(ref, ref.name, err)
+	}
+	p, derr := kinds.DecodePod(o)
+	if derr != nil {
+		return newError(http.StatusInternalServerError, object.ReasonInternalError, "decoding the pod: %v", derr)
+	}
+	if p.Spec.NodeName == "" {
+		return badRequest("pod %q has not been scheduled to a node yet", ref.name)
+	}
+	q := r.URL.Query()
+	container := q.Get("container")
+	if container == "" && len(p.Spec.Containers) > 1 {
+		names := make([]string, 0, len(p.Spec.Containers))
+		for _, c := range p.Spec.Containers {
+			names = append(names, c.Name)
+		}
+		return badRequest("pod %q has several containers; choose one of [%s] with container=", ref.name, strings.Join(names, " "))
+	}
+	nodes, err := s.storeFor(r.Context(), s.reg.MustLookup("", "nodes"))
+	if err != nil {
+		return storeError(ref, ref.name, err)
+	}
+	node, err := nodes.Get(r.Context(), p.Spec.NodeName)
+	if err != nil {
+		return newError(http.StatusServiceUnavailable, object.ReasonServiceUnavailable, "node %q of pod %q is not registered", p.Spec.NodeName, ref.name)
+	}
+	var st kinds.NodeStatus
+	_ = node.DecodeStatus(&st)
+	if st.DaemonEndpoints == nil || st.DaemonEndpoints.AgentURL == "" {
+		return newError(http.StatusServiceUnavailable, object.ReasonServiceUnavailable, "the agent of node %q serves no logs", p.Spec.NodeName)
+	}
+	fwd := url.Values{}
+	for _, k := range []string{"container", "follow", "previous", "tailLines"} {
+		if v := q.Get(k); v != "" {
+			fwd.Set(k, v)
+		}
+	}
+	target := strings.TrimSuffix(st.DaemonEndpoints.AgentURL, "/") + "/logs/" + url.PathEscape(o.Metadata.Namespace) + "/" + url.PathEscape(o.Metadata.Name) + "?" + fwd.Encode()
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, target, nil)
+	if err != nil {
+		return newError(http.StatusInternalServerError, object.ReasonInternalError, "%v", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return newError(http.StatusServiceUnavailable, object.ReasonServiceUnavailable, "the agent of node %q did not answer: %v", p.Spec.NodeName, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		reason := object.ReasonInternalError
+		switch {
+		case resp.StatusCode == http.StatusNotFound:
+			reason = object.ReasonNotFound
+		case resp.StatusCode < 500:
+			reason = object.ReasonBadRequest
+		}
+		return newError(resp.StatusCode, reason, "%s", strings.TrimSpace(string(msg)))
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	buf := make([]byte, 32*1024)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return nil
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
+		if err != nil {
+			return nil
+		}
+	}
+}
