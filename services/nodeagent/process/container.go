@@ -24,10 +24,10 @@ type podRun struct {
 	pod    *kinds.Pod
 	report func(kinds.PodStatus)
 
-	mu          sync.Mutex
+	mu           sync.Mutex
 	inits, mains []*supervisor
-	initsDone   bool
-	initFailed  bool
+	initsDone    bool
+	initFailed   bool
 }
 
 // Run runs the init containers one after another, then the containers,

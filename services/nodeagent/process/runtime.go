@@ -14,7 +14,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
 )
 
 // Config configures the runtime.
@@ -38,7 +37,7 @@ type Runtime struct {
 	cgroups bool
 
 	mu      sync.Mutex
-	procs   map[string]map[string]*proc  // pod uid -> container -> process
+	procs   map[string]map[string]*proc // pod uid -> container -> process
 	adopted map[string]map[string]found // survivors not yet claimed by Run
 }
 
@@ -221,4 +220,3 @@ func watchPID(pid int) *proc {
 	}()
 	return p
 }
-
