@@ -245,3 +245,17 @@ func TestBinaryUpApplyGetDelete(t *testing.T) {
 		t.Fatalf("apply after restart:\n%s", out)
 	}
 }
+
+// startBackground runs a client verb that keeps streaming (logs -f,
+// get -w) and returns what it has printed so far.
+func startBackground(t *testing.T, s *server, args ...string) func() string {
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, binary(t), append([]string{"--server", s.url}, args...)...)
+	out := &syncBuffer{}
+	cmd.Stdout = out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	return out.String
+}

@@ -34,6 +34,7 @@ type agentOptions struct {
 	heartbeat time.Duration
 	grace     time.Duration
 	stopPods  bool
+	backoff   time.Duration
 }
 
 func (o *agentOptions) register(cmd *cobra.Command) {
@@ -49,6 +50,7 @@ func (o *agentOptions) register(cmd *cobra.Command) {
 	f.DurationVar(&o.simDelay, "simulate-delay", 0, "how long a simulated pod takes to report Running")
 	f.DurationVar(&o.heartbeat, "heartbeat", 10*time.Second, "how often the heartbeat lease is renewed")
 	f.DurationVar(&o.grace, "grace", 40*time.Second, "heartbeat lease time-to-live: silent this long, the node is unreachable")
+	f.DurationVar(&o.backoff, "restart-backoff", 10*time.Second, "first crash-loop back-off; it doubles up to 5m")
 }
 
 func (o *agentOptions) resources() (kinds.ResourceList, error) {
@@ -100,7 +102,7 @@ func runAgent(ctx context.Context, g *globals, o *agentOptions, conn *bus.Conn) 
 		return nodeagent.RunSimulated(ctx, nodeagent.SimConfig{Bus: conn, Logger: log, Nodes: o.simulate, Prefix: o.name,
 			Delay: o.simDelay, HeartbeatEvery: o.heartbeat, Grace: o.grace})
 	}
-	rt, err := process.New(process.Config{Node: o.name, Dir: o.dataDir, Logger: log})
+	rt, err := process.New(process.Config{Node: o.name, Dir: o.dataDir, Logger: log, BackoffBase: o.backoff})
 	if err != nil {
 		return fmt.Errorf("--data-dir: %w", err)
 	}

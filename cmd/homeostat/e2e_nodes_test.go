@@ -1,0 +1,215 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const demoManifest = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: demo}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: demo}}
+  template:
+    metadata: {labels: {app: demo}}
+    spec:
+      terminationGracePeriodSeconds: 5
+      containers:
+      - name: web
+        command: [homeostat, demo, --listen, "127.0.0.1:0", --message, "%s"]
+        readinessProbe: {exec: {command: ["true"]}, periodSeconds: 1}
+`
+
+type podView struct {
+	Metadata struct {
+		Name              string  `json:"name"`
+		UID               string  `json:"uid"`
+		DeletionTimestamp *string `json:"deletionTimestamp"`
+	} `json:"metadata"`
+	Status struct {
+		Phase             string `json:"phase"`
+		ContainerStatuses []struct {
+			Ready        bool `json:"ready"`
+			RestartCount int  `json:"restartCount"`
+			PID          int  `json:"pid"`
+		} `json:"containerStatuses"`
+	} `json:"status"`
+}
+
+func (s *server) pods(t *testing.T) []podView {
+	out, _, err := s.run("", "get", "pods", "-l", "app=demo", "-o", "json")
+	if err != nil {
+		return nil
+	}
+	var l struct{ Items []podView }
+	if err := json.Unmarshal([]byte(out), &l); err != nil {
+		t.Fatalf("pods json: %v\n%s", err, out)
+	}
+	return l.Items
+}
+
+func readyPods(ps []podView) []podView {
+	var out []podView
+	for _, p := range ps {
+		if p.Metadata.DeletionTimestamp == nil && p.Status.Phase == "Running" && len(p.Status.ContainerStatuses) == 1 &&
+			p.Status.ContainerStatuses[0].Ready && p.Status.ContainerStatuses[0].PID > 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+var listening = regexp.MustCompile(`listening on (\S+)`)
+
+// answer finds a pod's address in its log and asks it who it is.
+func (s *server) answer(t *testing.T, pod string) string {
+	t.Helper()
+	var addr string
+	waitFor(t, "the address in the log of "+pod, 10*time.Second, func() bool {
+		out, _, err := s.run("", "logs", pod)
+		m := listening.FindStringSubmatch(out)
+		if err != nil || m == nil {
+			return false
+		}
+		addr = m[1]
+		return true
+	})
+	resp, err := http.Get("http://" + addr + "/")
+	if err != nil {
+		t.Fatalf("pod %s at %s does not answer: %v", pod, addr, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// The walk-through of the README on the built binary: real processes
+// start, crash and restart, are replaced, scaled, rolled out and logged.
+func TestBinaryRunsRealWorkloads(t *testing.T) {
+	node := fmt.Sprintf("e2e-%d", os.Getpid())
+	s := startUp(t, t.TempDir(), "--node-name", node, "--restart-backoff", "200ms")
+	manifest := demoManifest
+	watch := startBackground(t, s, "get", "pods", "-w")
+	s.must(fmt.Sprintf(manifest, "v1"), "apply", "-f", "-")
+
+	waitFor(t, "3 running pods with real PIDs", 30*time.Second, func() bool { return len(readyPods(s.pods(t))) == 3 })
+	pods := readyPods(s.pods(t))
+	for _, p := range pods {
+		if syscall.Kill(p.Status.ContainerStatuses[0].PID, 0) != nil {
+			t.Fatalf("pod %s reports PID %d, which is not running", p.Metadata.Name, p.Status.ContainerStatuses[0].PID)
+		}
+		if got := s.answer(t, p.Metadata.Name); !strings.HasPrefix(got, "v1 (pod "+p.Metadata.Name) {
+			t.Fatalf("pod %s answered %q", p.Metadata.Name, got)
+		}
+	}
+	waitFor(t, "get -w to show the pods running", 10*time.Second, func() bool {
+		return strings.Count(watch(), "Running") >= 3 && strings.Contains(watch(), "NAME")
+	})
+	out := s.must("", "get", "pods", "-o", "wide")
+	if !strings.Contains(out, node) || strings.Count(out, "Running") != 3 {
+		t.Fatalf("get pods -o wide:\n%s", out)
+	}
+
+	// Kill a process: the agent restarts it.
+	victim := pods[0]
+	if err := syscall.Kill(victim.Status.ContainerStatuses[0].PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the killed container restarted", 30*time.Second, func() bool {
+		for _, p := range readyPods(s.pods(t)) {
+			if p.Metadata.UID == victim.Metadata.UID && p.Status.ContainerStatuses[0].RestartCount == 1 &&
+				p.Status.ContainerStatuses[0].PID != victim.Status.ContainerStatuses[0].PID {
+				return true
+			}
+		}
+		return false
+	})
+	if prev, _, err := s.run("", "logs", victim.Metadata.Name, "--previous"); err != nil || !strings.Contains(prev, "listening on") {
+		t.Fatalf("logs --previous: %v\n%s", err, prev)
+	}
+
+	// Delete a pod: it is stopped and replaced.
+	gone := pods[1]
+	s.must("", "delete", "pod", gone.Metadata.Name)
+	waitFor(t, "a replacement", 30*time.Second, func() bool {
+		ps := readyPods(s.pods(t))
+		for _, p := range ps {
+			if p.Metadata.UID == gone.Metadata.UID {
+				return false
+			}
+		}
+		return len(ps) == 3
+	})
+	if syscall.Kill(gone.Status.ContainerStatuses[0].PID, 0) == nil {
+		t.Fatal("the deleted pod's process still runs")
+	}
+
+	// Scale.
+	s.must("", "scale", "deployment/demo", "--replicas", "5")
+	waitFor(t, "5 pods", 30*time.Second, func() bool { return len(readyPods(s.pods(t))) == 5 })
+	s.must("", "scale", "deployment/demo", "--replicas", "2")
+	waitFor(t, "2 pods", 30*time.Second, func() bool { return len(s.pods(t)) == 2 })
+
+	// Roll out a new version and follow it to the end.
+	s.must(fmt.Sprintf(manifest, "v2"), "apply", "-f", "-")
+	if out := s.must("", "rollout", "status", "deployment/demo"); !strings.Contains(out, `deployment "demo" successfully rolled out`) {
+		t.Fatalf("rollout status:\n%s", out)
+	}
+	waitFor(t, "only v2 pods", 30*time.Second, func() bool { return len(s.pods(t)) == 2 && len(readyPods(s.pods(t))) == 2 })
+	for _, p := range readyPods(s.pods(t)) {
+		if got := s.answer(t, p.Metadata.Name); !strings.HasPrefix(got, "v2") {
+			t.Fatalf("after the rollout, pod %s answered %q", p.Metadata.Name, got)
+		}
+	}
+	hist := s.must("", "rollout", "history", "deployment/demo")
+	if !regexp.MustCompile(`(?m)^1\s+demo-\S+`).MatchString(hist) || !regexp.MustCompile(`(?m)^2\s+demo-\S+`).MatchString(hist) {
+		t.Fatalf("rollout history:\n%s", hist)
+	}
+	s.must("", "rollout", "undo", "deployment/demo")
+	s.must("", "rollout", "status", "deployment/demo")
+	waitFor(t, "v1 again", 30*time.Second, func() bool {
+		ps := readyPods(s.pods(t))
+		return len(ps) == 2 && len(s.pods(t)) == 2 && strings.HasPrefix(s.answer(t, ps[0].Metadata.Name), "v1")
+	})
+	// Follow a log: new lines arrive while it streams.
+	p := readyPods(s.pods(t))[0].Metadata.Name
+	m := listening.FindStringSubmatch(s.must("", "logs", p))
+	follow := startBackground(t, s, "logs", "-f", p)
+	for i := 0; i < 3; i++ {
+		_, _ = http.Get("http://" + m[1] + "/")
+	}
+	waitFor(t, "followed lines", 10*time.Second, func() bool { return strings.Count(follow(), "GET /") >= 3 })
+
+	// Stopping Homeostat stops the pods' processes too.
+	var pids []int
+	for _, p := range readyPods(s.pods(t)) {
+		pids = append(pids, p.Status.ContainerStatuses[0].PID)
+	}
+	s.stop()
+	for _, pid := range pids {
+		if syscall.Kill(pid, 0) == nil {
+			t.Errorf("process %s left running after up stopped", strconv.Itoa(pid))
+		}
+	}
+}
