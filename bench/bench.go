@@ -1,0 +1,272 @@
+// Package bench measures how fast Homeostat converges at scale on simulated
+// nodes: the time until every pod of a workload is Running, pods per
+// second, the latency from a pod's creation to Running, each component's
+// peak memory, and — measured in the same run on the same bus — the
+// store's own write ceiling, against which the throughput is judged.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/schemas"
+)
+
+// Config describes one scenario.
+type Config struct {
+	// Exe is the homeostat binary; each component runs as its own process
+	// so that its memory can be measured.
+	Exe string
+	// Nodes is the number of simulated nodes.
+	Nodes int
+	// Deployments of Replicas each.
+	Deployments int
+	Replicas    int
+	// Timeout bounds the wait for convergence.
+	Timeout time.Duration
+	// Dir holds the store and the components' logs; a temporary one when empty.
+	Dir string
+	// Progress receives a line now and then; nil for none.
+	Progress func(format string, args ...any)
+}
+
+// Result is what a scenario measured.
+type Result struct {
+	Scenario   string
+	Pods       int
+	Nodes      int
+	Elapsed    time.Duration // from the first create to the last pod Running
+	PodsPerSec float64
+	P50, P99   time.Duration // pod created -> Running
+	// CeilingWrites is the store's write ceiling (async publishes with a
+	// revision check, per second) and CeilingPods that divided by the three
+	// writes a pod needs at least (create, bind, status).
+	CeilingWrites float64
+	CeilingPods   float64
+	// Ratio is PodsPerSec / CeilingPods.
+	Ratio float64
+	// PeakRSS is each component's peak resident memory in bytes.
+	PeakRSS map[string]int64
+}
+
+// Run runs one scenario from an empty store.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.Exe == "" || cfg.Nodes <= 0 || cfg.Deployments <= 0 || cfg.Replicas <= 0 {
+		return nil, errors.New("bench: Config needs Exe, Nodes, Deployments and Replicas")
+	}
+	progress := cfg.Progress
+	if progress == nil {
+		progress = func(string, ...any) {}
+	}
+	dir := cfg.Dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "homeostat-bench")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	conn, err := bus.Connect(ctx, bus.Config{Embedded: &bus.EmbeddedConfig{DataDir: filepath.Join(dir, "store"), Port: -1}, Name: "bench"})
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	res := &Result{Scenario: fmt.Sprintf("%d deployment(s) x %d replicas on %d nodes", cfg.Deployments, cfg.Replicas, cfg.Nodes),
+		Pods: cfg.Deployments * cfg.Replicas, Nodes: cfg.Nodes}
+	progress("measuring the store's write ceiling")
+	if res.CeilingWrites, err = Ceiling(ctx, conn, 50000); err != nil {
+		return nil, err
+	}
+	res.CeilingPods = res.CeilingWrites / 3
+	progress("ceiling: %.0f writes/s, so at most %.0f pods/s", res.CeilingWrites, res.CeilingPods)
+
+	procs, err := startComponents(ctx, cfg, conn.ClientURL(), dir)
+	if err != nil {
+		return nil, err
+	}
+	defer procs.stop()
+	progress("waiting for %d nodes", cfg.Nodes)
+	if err := waitNodes(ctx, conn, cfg.Nodes, 5*time.Minute); err != nil {
+		return nil, err
+	}
+	w, err := watchPods(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	progress("creating %d deployment(s) of %d", cfg.Deployments, cfg.Replicas)
+	start := time.Now()
+	if err := createDeployments(ctx, conn, cfg.Deployments, cfg.Replicas); err != nil {
+		return nil, err
+	}
+	timeout := cfg.Timeout
+	if timeout == 0 {
+		timeout = 10 * time.Minute
+	}
+	lat, last, err := w.waitAll(ctx, res.Pods, timeout, progress)
+	if err != nil {
+		return nil, err
+	}
+	res.Elapsed = last.Sub(start)
+	res.PodsPerSec = float64(res.Pods) / res.Elapsed.Seconds()
+	res.Ratio = res.PodsPerSec / res.CeilingPods
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	res.P50, res.P99 = lat[len(lat)/2], lat[len(lat)*99/100]
+	res.PeakRSS = procs.peaks()
+	res.PeakRSS["nats (embedded, with the bench)"] = peakRSS(os.Getpid())
+	return res, nil
+}
+
+// Ceiling measures async publishes with a revision check to KV subjects,
+// the write path every Homeostat write takes.
+func Ceiling(ctx context.Context, conn *bus.Conn, n int) (float64, error) {
+	if _, err := conn.EnsureBucket(ctx, bus.BucketSpec{Name: "hs_ceiling"}); err != nil {
+		return 0, err
+	}
+	payload := make([]byte, 256)
+	return conn.PublishBurst(ctx, "$KV.hs_ceiling.", n, payload)
+}
+
+func waitNodes(ctx context.Context, conn *bus.Conn, n int, within time.Duration) error {
+	st, err := conn.Store(ctx, bus.StoreSpec{Bucket: "hs_nodes"})
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		l, err := st.List(ctx, bus.ListOptions{})
+		if err == nil && len(l.Items) >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("bench: %d nodes did not register within %s", n, within)
+}
+
+// createDeployments writes the deployments, defaulted as the API would.
+func createDeployments(ctx context.Context, conn *bus.Conn, n, replicas int) error {
+	reg, err := schemas.New()
+	if err != nil {
+		return err
+	}
+	res := reg.MustLookup("apps", "deployments")
+	st, err := conn.Store(ctx, bus.StoreSpec{Bucket: res.Bucket(), Namespaced: true})
+	if err != nil {
+		return err
+	}
+	for i := range n {
+		name := fmt.Sprintf("bench-%d", i)
+		raw := fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":%q,"namespace":"default"},
+"spec":{"replicas":%d,"selector":{"matchLabels":{"app":%q}},"template":{"metadata":{"labels":{"app":%q}},
+"spec":{"containers":[{"name":"c","command":["sleep","infinity"],"resources":{"requests":{"cpu":"10m","memory":"16Mi"}}}]}}}}`,
+			name, replicas, name, name)
+		doc, err := schemas.DecodeJSON([]byte(raw))
+		if err != nil {
+			return err
+		}
+		res.Default(doc)
+		if err := res.Validate(doc); err != nil {
+			return err
+		}
+		b, _ := json.Marshal(doc)
+		var o object.Object
+		if err := json.Unmarshal(b, &o); err != nil {
+			return err
+		}
+		if _, err := st.Create(ctx, &o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// podWatch records when each pod appears and when it first runs ready.
+type podWatch struct {
+	mu      sync.Mutex
+	created map[string]time.Time
+	running map[string]time.Time
+	last    time.Time
+	changed chan struct{}
+}
+
+func watchPods(ctx context.Context, conn *bus.Conn) (*podWatch, error) {
+	st, err := conn.Store(ctx, bus.StoreSpec{Bucket: "hs_pods", Namespaced: true})
+	if err != nil {
+		return nil, err
+	}
+	ch, err := st.Watch(ctx, bus.WatchOptions{Buffer: 65536})
+	if err != nil {
+		return nil, err
+	}
+	w := &podWatch{created: map[string]time.Time{}, running: map[string]time.Time{}, changed: make(chan struct{}, 1)}
+	go func() {
+		for ev := range ch {
+			if ev.Object == nil || ev.Type == bus.Deleted {
+				continue
+			}
+			now := time.Now()
+			uid := ev.Object.Metadata.UID
+			w.mu.Lock()
+			if _, ok := w.created[uid]; !ok {
+				w.created[uid] = now
+			}
+			if _, ok := w.running[uid]; !ok {
+				if p, err := kinds.DecodePod(ev.Object); err == nil && p.Status.Phase == kinds.PodRunning && p.Ready() {
+					w.running[uid] = now
+					w.last = now
+				}
+			}
+			w.mu.Unlock()
+			select {
+			case w.changed <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return w, nil
+}
+
+func (w *podWatch) waitAll(ctx context.Context, n int, timeout time.Duration, progress func(string, ...any)) ([]time.Duration, time.Time, error) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	for {
+		w.mu.Lock()
+		done := len(w.running)
+		w.mu.Unlock()
+		if done >= n {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, time.Time{}, ctx.Err()
+		case <-deadline.C:
+			return nil, time.Time{}, fmt.Errorf("bench: only %d of %d pods running after %s", done, n, timeout)
+		case <-tick.C:
+			progress("%d of %d pods running", done, n)
+		case <-w.changed:
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	lat := make([]time.Duration, 0, len(w.running))
+	for uid, r := range w.running {
+		lat = append(lat, r.Sub(w.created[uid]))
+	}
+	return lat, w.last, nil
+}

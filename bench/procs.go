@@ -1,0 +1,107 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+type component struct {
+	name string
+	cmd  *exec.Cmd
+	peak atomic.Int64
+	done chan struct{}
+}
+
+type components []*component
+
+// startComponents runs each service as its own process against natsURL.
+func startComponents(ctx context.Context, cfg Config, natsURL, dir string) (components, error) {
+	specs := [][]string{
+		{"controllers", "controllers", "--nats", natsURL, "--metrics-listen", "", "--workers", "8"},
+		{"scheduler", "scheduler", "--nats", natsURL, "--metrics-listen", ""},
+		{fmt.Sprintf("nodeagent --simulate %d", cfg.Nodes), "nodeagent", "--nats", natsURL, "--simulate", strconv.Itoa(cfg.Nodes), "--name", "sim"},
+	}
+	var cs components
+	for _, s := range specs {
+		logf, err := os.Create(filepath.Join(dir, strings.Fields(s[0])[0]+".log"))
+		if err != nil {
+			cs.stop()
+			return nil, err
+		}
+		cmd := exec.Command(cfg.Exe, append(s[1:], "--log-level", "warn")...)
+		cmd.Stdout, cmd.Stderr = logf, logf
+		cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=none")
+		if err := cmd.Start(); err != nil {
+			logf.Close()
+			cs.stop()
+			return nil, fmt.Errorf("bench: start %s: %w", s[0], err)
+		}
+		c := &component{name: s[0], cmd: cmd, done: make(chan struct{})}
+		go func() {
+			for {
+				select {
+				case <-c.done:
+					return
+				case <-time.After(200 * time.Millisecond):
+					if v := peakRSS(cmd.Process.Pid); v > c.peak.Load() {
+						c.peak.Store(v)
+					}
+				}
+			}
+		}()
+		cs = append(cs, c)
+	}
+	return cs, nil
+}
+
+func (cs components) peaks() map[string]int64 {
+	out := map[string]int64{}
+	for _, c := range cs {
+		out[c.name] = max(c.peak.Load(), peakRSS(c.cmd.Process.Pid))
+	}
+	return out
+}
+
+func (cs components) stop() {
+	for _, c := range cs {
+		_ = c.cmd.Process.Signal(syscall.SIGINT)
+	}
+	for _, c := range cs {
+		waited := make(chan struct{})
+		go func() { _ = c.cmd.Wait(); close(waited) }()
+		select {
+		case <-waited:
+		case <-time.After(20 * time.Second):
+			_ = c.cmd.Process.Kill()
+			<-waited
+		}
+		close(c.done)
+	}
+}
+
+// peakRSS reads VmHWM, the peak resident set, of a process.
+func peakRSS(pid int) int64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sort"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/homeostat/homeostat/bench"
+)
+
+func newBench() *cobra.Command {
+	var nodes, replicas, deployments, per int
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure convergence at scale on simulated nodes, against the store's own ceiling",
+		Long: `bench starts an embedded NATS server, measures its write ceiling, then runs
+the controllers, the scheduler and simulated nodes as separate processes and
+times two scenarios from an empty store: one Deployment of --replicas pods,
+and --deployments Deployments of --per pods.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			progress := func(f string, a ...any) { fmt.Fprintf(os.Stderr, "  "+f+"\n", a...) }
+			fmt.Fprintf(out, "machine: %d cores, %s/%s, %s\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+			for _, sc := range []struct{ d, r int }{{1, replicas}, {deployments, per}} {
+				if sc.d == 0 || sc.r == 0 {
+					continue
+				}
+				res, err := bench.Run(cmd.Context(), bench.Config{Exe: exe, Nodes: nodes, Deployments: sc.d, Replicas: sc.r,
+					Timeout: timeout, Progress: progress})
+				if err != nil {
+					return err
+				}
+				report(out, res)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&nodes, "nodes", 1000, "simulated nodes")
+	f.IntVar(&replicas, "replicas", 10000, "replicas of the single Deployment (0 skips the scenario)")
+	f.IntVar(&deployments, "deployments", 1000, "number of small Deployments (0 skips the scenario)")
+	f.IntVar(&per, "per", 10, "replicas of each small Deployment")
+	f.DurationVar(&timeout, "timeout", 15*time.Minute, "give up on a scenario after this long")
+	return cmd
+}
+
+func report(out io.Writer, r *bench.Result) {
+	fmt.Fprintf(out, "\n%s\n", r.Scenario)
+	fmt.Fprintf(out, "  all %d pods Running after   %s\n", r.Pods, r.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(out, "  throughput                  %.0f pods/s\n", r.PodsPerSec)
+	fmt.Fprintf(out, "  pod created -> Running      p50 %s   p99 %s\n", r.P50.Round(time.Millisecond), r.P99.Round(time.Millisecond))
+	fmt.Fprintf(out, "  store ceiling               %.0f writes/s (async, revision-checked) = %.0f pods/s at 3 writes a pod\n", r.CeilingWrites, r.CeilingPods)
+	fmt.Fprintf(out, "  throughput / ceiling        %.1f%%\n", 100*r.Ratio)
+	names := make([]string, 0, len(r.PeakRSS))
+	for n := range r.PeakRSS {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(out, "  peak memory %-32s %d MiB\n", n, r.PeakRSS[n]>>20)
+	}
+}
