@@ -104,4 +104,3 @@ func peakRSS(pid int) int64 {
 	}
 	return 0
 }
-

@@ -394,3 +394,55 @@ func randomSuffix() string {
 	}
 	return string(b)
 }
+
+// CreateMany creates objects with pipelined (asynchronous) publishes, which
+// is several times faster than one Create after another, and returns one
+// error (nil, ErrAlreadyExists, …) per object.
+func (s *Store) CreateMany(ctx context.Context, objs []*object.Object) ([]*object.Object, []error) {
+	out := make([]*object.Object, len(objs))
+	errs := make([]error, len(objs))
+	futures := make([]jetstream.PubAckFuture, len(objs))
+	for i, o := range objs {
+		n := o.Clone()
+		if n.Metadata.Name == "" && n.Metadata.GenerateName != "" {
+			n.Metadata.Name = n.Metadata.GenerateName + randomSuffix()
+		}
+		n.Metadata.UID = uuid.NewString()
+		n.Metadata.CreationTimestamp = s.now().UTC().Truncate(time.Second)
+		n.Metadata.Generation = 1
+		n.Metadata.DeletionTimestamp, n.Metadata.DeletionGracePeriodSeconds = nil, nil
+		data, err := encode(n)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		hdr := nats.Header{HeaderOp: []string{opCreate}}
+		otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(hdr))
+		msg := &nats.Msg{Subject: s.subjPrefix + n.Key(), Header: hdr, Data: data}
+		f, err := s.conn.JS.PublishMsgAsync(msg, jetstream.WithExpectLastSequencePerSubject(0))
+		if err != nil {
+			errs[i] = translate(err)
+			continue
+		}
+		out[i], futures[i] = n, f
+	}
+	for i, f := range futures {
+		if f == nil {
+			continue
+		}
+		select {
+		case ack := <-f.Ok():
+			out[i].Metadata.ResourceVersion = strconv.FormatUint(ack.Sequence, 10)
+		case err := <-f.Err():
+			// A key with history (a tombstone) needs the careful path.
+			created, cerr := s.Create(ctx, objs[i])
+			if cerr != nil && !errors.Is(translate(err), ErrConflict) {
+				cerr = translate(err)
+			}
+			out[i], errs[i] = created, cerr
+		case <-ctx.Done():
+			errs[i] = ctx.Err()
+		}
+	}
+	return out, errs
+}

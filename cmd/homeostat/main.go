@@ -9,6 +9,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
 	"syscall"
 
 	"github.com/homeostat/homeostat/object"
@@ -18,9 +21,18 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root := newRoot()
+	// HOMEOSTAT_CPUPROFILE=DIR writes a CPU profile per process, for finding
+	// the bottleneck of a benchmark's components.
+	if dir := os.Getenv("HOMEOSTAT_CPUPROFILE"); dir != "" {
+		if f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.prof", filepath.Base(strings.Join(os.Args[1:2], "")), os.Getpid()))); err == nil {
+			_ = pprof.StartCPUProfile(f)
+			defer func() { pprof.StopCPUProfile(); f.Close() }()
+		}
+	}
 	err := root.ExecuteContext(ctx)
 	if err != nil {
 		printError(err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }

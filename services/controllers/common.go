@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"sort"
 	"strconv"
 
@@ -18,9 +19,37 @@ import (
 // Index names on informers.
 const (
 	byNamespace = "namespace"
-	byOwner     = "owner" // controller owner UID
-	byNode      = "node"  // a pod's spec.nodeName
+	byOwner     = "owner"  // controller owner UID
+	byNode      = "node"   // a pod's spec.nodeName
+	byOrphan    = "orphan" // namespace of objects with no controller
 )
+
+func orphanIndex(o *object.Object) []string {
+	if _, ok := o.Metadata.ControllerOf(); ok {
+		return nil
+	}
+	return []string{o.Metadata.Namespace}
+}
+
+// decodePod is the pod informer's decoder: each pod is decoded once per
+// change, not once per reconcile that reads it.
+func decodePod(o *object.Object) any {
+	p, err := kinds.DecodePod(o)
+	if err != nil {
+		return nil
+	}
+	return p
+}
+
+// podsOf returns the decoded pods of an index value.
+func podsOf(inf *reconcile.Informer, index, value string) []*kinds.Pod {
+	vs := inf.ValuesByIndex(index, value)
+	out := make([]*kinds.Pod, 0, len(vs))
+	for _, v := range vs {
+		out = append(out, v.(*kinds.Pod))
+	}
+	return out
+}
 
 func namespaceIndex(o *object.Object) []string { return []string{o.Metadata.Namespace} }
 
@@ -133,33 +162,32 @@ func updateStatus(ctx context.Context, st *bus.Store, cur *object.Object, status
 	return err
 }
 
-// claim sorts the pods of a namespace into those owner controls (adopting
-// orphans that match its selector and releasing its pods that no longer do).
-func claim(ctx context.Context, st *bus.Store, owner *object.Object, sel object.Selector, candidates []*object.Object) ([]*kinds.Pod, error) {
+// claim returns the pods owner controls: its own that still match its
+// selector (releasing those that no longer do) and orphans that match
+// (adopting them).
+func claim(ctx context.Context, pods *reconcile.Informer, owner *object.Object, sel object.Selector) ([]*kinds.Pod, error) {
+	st := pods.Store()
 	var out []*kinds.Pod
-	for _, c := range candidates {
-		ref, controlled := c.Metadata.ControllerOf()
-		matches := sel.Matches(c.Metadata.Labels)
-		switch {
-		case controlled && ref.UID == owner.Metadata.UID && matches:
-		case controlled && ref.UID == owner.Metadata.UID:
-			if err := setOwner(ctx, st, c, nil, owner.Metadata.UID); err != nil {
-				return nil, fmt.Errorf("releasing %s: %w", c.Metadata.Name, err)
-			}
+	for _, p := range podsOf(pods, byOwner, owner.Metadata.UID) {
+		if sel.Matches(p.Metadata.Labels) {
+			out = append(out, p)
 			continue
-		case !controlled && matches && !c.Metadata.Deleting() && !owner.Metadata.Deleting():
+		}
+		if err := setOwner(ctx, st, p.Object, nil, owner.Metadata.UID); err != nil {
+			return nil, fmt.Errorf("releasing %s: %w", p.Metadata.Name, err)
+		}
+	}
+	if !owner.Metadata.Deleting() {
+		for _, p := range podsOf(pods, byOrphan, owner.Metadata.Namespace) {
+			if p.Metadata.Deleting() || !sel.Matches(p.Metadata.Labels) {
+				continue
+			}
 			ref := object.NewControllerRef(owner)
-			if err := setOwner(ctx, st, c, &ref, ""); err != nil {
-				return nil, fmt.Errorf("adopting %s: %w", c.Metadata.Name, err)
+			if err := setOwner(ctx, st, p.Object, &ref, ""); err != nil {
+				return nil, fmt.Errorf("adopting %s: %w", p.Metadata.Name, err)
 			}
-		default:
-			continue
+			out = append(out, p)
 		}
-		p, err := kinds.DecodePod(c)
-		if err != nil {
-			continue
-		}
-		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Metadata.Name < out[j].Metadata.Name })
 	return out, nil
@@ -187,9 +215,9 @@ func setOwner(ctx context.Context, st *bus.Store, cur *object.Object, ref *objec
 }
 
 // enqueueOwner maps a change of a dependent to its controller owner of kind.
-func enqueueOwner(ctrl *reconcile.Controller, kind string, bucket string, relevant func(old, new *object.Object) bool) func(reconcile.Change) {
+func enqueueOwner(ctrl *reconcile.Controller, kind string, bucket string, relevant func(reconcile.Change) bool) func(reconcile.Change) {
 	return func(ch reconcile.Change) {
-		if ch.Old != nil && ch.New != nil && relevant != nil && !relevant(ch.Old, ch.New) {
+		if ch.Old != nil && ch.New != nil && relevant != nil && !relevant(ch) {
 			return
 		}
 		seen := map[string]bool{}
@@ -208,18 +236,21 @@ func enqueueOwner(ctrl *reconcile.Controller, kind string, bucket string, releva
 	}
 }
 
-// podChanged reports the pod changes an owner cares about.
-func podChanged(old, new *object.Object) bool {
-	if !old.Metadata.Deleting() && new.Metadata.Deleting() {
+// podChanged reports the pod changes an owner cares about: deletion,
+// labels, ownership, phase, readiness, restarts.
+func podChanged(ch reconcile.Change) bool {
+	old, new := ch.Old, ch.New
+	if old.Metadata.Deleting() != new.Metadata.Deleting() || !maps.Equal(old.Metadata.Labels, new.Metadata.Labels) {
 		return true
 	}
-	if !object.SameJSON(mustJSON(old.Metadata.Labels), mustJSON(new.Metadata.Labels)) ||
-		!object.SameJSON(mustJSON(old.Metadata.OwnerReferences), mustJSON(new.Metadata.OwnerReferences)) {
+	or, ook := old.Metadata.ControllerOf()
+	nr, nok := new.Metadata.ControllerOf()
+	if ook != nok || or.UID != nr.UID || len(old.Metadata.OwnerReferences) != len(new.Metadata.OwnerReferences) {
 		return true
 	}
-	a, errA := kinds.DecodePod(old)
-	b, errB := kinds.DecodePod(new)
-	if errA != nil || errB != nil {
+	a, okA := ch.OldValue.(*kinds.Pod)
+	b, okB := ch.NewValue.(*kinds.Pod)
+	if !okA || !okB {
 		return true
 	}
 	return a.Status.Phase != b.Status.Phase || a.Ready() != b.Ready() || a.Restarts() != b.Restarts()

@@ -32,13 +32,9 @@ func (c *daemonSets) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	hash := templateHash(spec.Template)
 	byNodeName := map[string]*kinds.Pod{}
 	var errs []error
-	for _, p := range c.pods.ByIndex(byOwner, o.Metadata.UID) {
-		pod, err := kinds.DecodePod(p)
-		if err != nil {
-			continue
-		}
+	for _, pod := range podsOf(c.pods, byOwner, o.Metadata.UID) {
 		if pod.Terminal() && !pod.Metadata.Deleting() {
-			errs = append(errs, deletePod(ctx, c.pods.Store(), p)) // recreated on the next pass
+			errs = append(errs, deletePod(ctx, c.pods.Store(), pod.Object)) // recreated on the next pass
 			continue
 		}
 		byNodeName[pod.Spec.NodeName] = pod

@@ -35,11 +35,7 @@ func (c *jobs) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.
 	now := c.now().UTC().Truncate(time.Second)
 	var pods, active []*kinds.Pod
 	var succeeded, failed, ready int32
-	for _, p := range c.pods.ByIndex(byOwner, o.Metadata.UID) {
-		pod, err := kinds.DecodePod(p)
-		if err != nil {
-			continue
-		}
+	for _, pod := range podsOf(c.pods, byOwner, o.Metadata.UID) {
 		pods = append(pods, pod)
 		switch {
 		case pod.Status.Phase == kinds.PodSucceeded:

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/services/controllers/reconcile"
@@ -41,7 +42,7 @@ func (c *replicaSets) Reconcile(ctx context.Context, req reconcile.Request) (rec
 	if err != nil {
 		return reconcile.Result{}, reconcile.Terminal(err)
 	}
-	pods, err := claim(ctx, c.pods.Store(), o, sel, c.pods.ByIndex(byNamespace, o.Metadata.Namespace))
+	pods, err := claim(ctx, c.pods, o, sel)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -74,8 +75,8 @@ func (c *replicaSets) manage(ctx context.Context, o *object.Object, spec kinds.R
 	diff := int(want) - len(active)
 	switch {
 	case diff > 0:
-		created := 0
-		for i := int32(0); i < want && created < diff; i++ {
+		var toCreate []*object.Object
+		for i := int32(0); i < want && len(toCreate) < diff; i++ {
 			name := slotName(o.Metadata.Name, i)
 			if taken[name] {
 				continue
@@ -84,17 +85,9 @@ func (c *replicaSets) manage(ctx context.Context, o *object.Object, spec kinds.R
 			if err != nil {
 				return err
 			}
-			made, err := createIfAbsent(ctx, c.pods.Store(), pod)
-			if err != nil {
-				c.events.Event(ctx, o, kinds.EventWarning, "FailedCreate", "Error creating pod %s: %v", name, err)
-				errs = append(errs, err)
-				break
-			}
-			created++
-			if made {
-				c.events.Event(ctx, o, kinds.EventNormal, "SuccessfulCreate", "Created pod: %s", name)
-			}
+			toCreate = append(toCreate, pod)
 		}
+		errs = append(errs, c.createPods(ctx, o, toCreate))
 	case diff < 0:
 		for _, p := range deletionOrder(active, o.Metadata.Name, want)[:-diff] {
 			if err := deletePod(ctx, c.pods.Store(), p.Object); err != nil {
@@ -105,6 +98,36 @@ func (c *replicaSets) manage(ctx context.Context, o *object.Object, spec kinds.R
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// createPods creates in batches that double from 1 (as Kubernetes' slow
+// start does), so that a failing create costs one attempt, not thousands;
+// each batch is pipelined.
+func (c *replicaSets) createPods(ctx context.Context, o *object.Object, pods []*object.Object) error {
+	for batch := 1; len(pods) > 0; batch = min(batch*2, 500) {
+		n := min(batch, len(pods))
+		_, errs := c.pods.Store().CreateMany(ctx, pods[:n])
+		made := 0
+		var failed error
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				made++
+			case errors.Is(err, bus.ErrAlreadyExists):
+			default:
+				failed = err
+				c.events.Event(ctx, o, kinds.EventWarning, "FailedCreate", "Error creating pod %s: %v", pods[i].Metadata.Name, err)
+			}
+		}
+		if made > 0 {
+			c.events.Event(ctx, o, kinds.EventNormal, "SuccessfulCreate", "Created pod: %s", pods[n-1].Metadata.Name)
+		}
+		if failed != nil {
+			return failed
+		}
+		pods = pods[n:]
+	}
+	return nil
 }
 
 // deletionOrder ranks pods for scale-down: those outside the slots first

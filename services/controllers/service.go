@@ -90,8 +90,10 @@ func (s *Service) Setup(ctx context.Context) error {
 	}
 	s.mgr = mgr
 	pods := mgr.Informer(s.kind("", "pods"))
+	pods.SetDecoder(decodePod)
 	pods.AddIndex(byNamespace, namespaceIndex)
 	pods.AddIndex(byOwner, ownerIndex)
+	pods.AddIndex(byOrphan, orphanIndex)
 	rsInf := mgr.Informer(s.kind("apps", "replicasets"))
 	rsInf.AddIndex(byNamespace, namespaceIndex)
 	rsInf.AddIndex(byOwner, ownerIndex)

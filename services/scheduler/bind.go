@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -32,14 +31,12 @@ func (s *Service) loop(ctx context.Context, binds chan<- bindJob) {
 		if !ok {
 			return
 		}
-		o, found := s.pods.Get(key)
-		if !found || s.cache.isAssumed(key) {
+		v, found := s.pods.Value(key)
+		p, ok := v.(*kinds.Pod)
+		if !found || !ok || s.cache.isAssumed(key) || !unbound(p) {
 			continue
 		}
-		p, err := kinds.DecodePod(o)
-		if err != nil || !unbound(p) {
-			continue
-		}
+		o := p.Object
 		node, reasons, total := s.decide(key, p)
 		if node == "" {
 			s.unschedulable(ctx, o, hdr, unschedulableMessage(total, reasons))
@@ -58,7 +55,7 @@ func (s *Service) loop(ctx context.Context, binds chan<- bindJob) {
 // decide filters and scores under the cache's lock, and assumes the pod on
 // the chosen node before unlocking, so the next decision counts it.
 func (s *Service) decide(key string, p *kinds.Pod) (string, map[string]int, int) {
-	s.cache.mu.RLock()
+	s.cache.mu.Lock()
 	nodes := s.cache.snapshot()
 	c := newCandidate(key, p, nodes)
 	reasons := map[string]int{}
@@ -81,10 +78,10 @@ func (s *Service) decide(key string, p *kinds.Pod) (string, map[string]int, int)
 			break
 		}
 	}
-	s.cache.mu.RUnlock()
 	if best != "" {
-		s.cache.assume(key, best, p)
+		s.cache.assumeLocked(key, best, p)
 	}
+	s.cache.mu.Unlock()
 	return best, reasons, len(nodes)
 }
 
@@ -187,9 +184,4 @@ func (s *Service) unschedulable(ctx context.Context, o *object.Object, hdr nats.
 		s.log.Warn("recording an unschedulable pod", "pod", o.Key(), "err", err)
 	}
 	s.events.Event(ctx, o, kinds.EventWarning, "FailedScheduling", "%s", msg)
-}
-
-func mustJSON(v any) json.RawMessage {
-	b, _ := json.Marshal(v)
-	return b
 }

@@ -33,6 +33,8 @@ type cache struct {
 	nodes   map[string]*nodeInfo
 	podNode map[string]string // pod key -> node it is counted on
 	assumed map[string]string // pod key -> node
+	order   []*nodeInfo       // registered nodes by name, rebuilt when nodes change
+	dirty   bool
 }
 
 func newCache() *cache {
@@ -56,6 +58,7 @@ func podRequests(spec kinds.PodSpec) (cpu, mem int64) {
 func (c *cache) setNode(o *object.Object) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.dirty = true
 	n := c.nodes[o.Metadata.Name]
 	if n == nil {
 		n = &nodeInfo{pods: map[string]*kinds.Pod{}, name: o.Metadata.Name}
@@ -84,6 +87,7 @@ func (c *cache) setNode(o *object.Object) {
 func (c *cache) removeNode(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.dirty = true
 	if n := c.nodes[name]; n != nil {
 		n.obj = nil
 		if len(n.pods) == 0 {
@@ -146,13 +150,13 @@ func (c *cache) uncount(key string) {
 	}
 	if n.obj == nil && len(n.pods) == 0 {
 		delete(c.nodes, node)
+		c.dirty = true
 	}
 }
 
-// assume counts a pod on node before the bind is seen.
-func (c *cache) assume(key, node string, p *kinds.Pod) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// assumeLocked counts a pod on node before the bind is seen; the caller
+// holds the lock, so no other decision slips in between.
+func (c *cache) assumeLocked(key, node string, p *kinds.Pod) {
 	c.uncount(key)
 	c.assumed[key] = node
 	c.count(key, node, p)
@@ -175,9 +179,13 @@ func (c *cache) isAssumed(key string) bool {
 	return ok
 }
 
-// snapshot returns the nodes in a stable order; the caller holds the read
-// lock for as long as it uses them.
+// snapshot returns the registered nodes in a stable order; the caller
+// holds the write lock (the order is rebuilt only when nodes changed) and
+// uses them while it holds it.
 func (c *cache) snapshot() []*nodeInfo {
+	if !c.dirty && c.order != nil {
+		return c.order
+	}
 	out := make([]*nodeInfo, 0, len(c.nodes))
 	for _, n := range c.nodes {
 		if n.obj != nil {
@@ -185,5 +193,6 @@ func (c *cache) snapshot() []*nodeInfo {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	c.order, c.dirty = out, false
 	return out
 }

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"sync"
 	"time"
@@ -120,6 +121,13 @@ func (s *Service) setup(ctx context.Context) error {
 		return err
 	}
 	s.router = newRouter(s.index, s.log)
+	s.pods.SetDecoder(func(o *object.Object) any {
+		p, err := kinds.DecodePod(o)
+		if err != nil {
+			return nil
+		}
+		return p
+	})
 	s.pods.OnChange(s.onPod)
 	s.nodes.OnChange(s.onNode)
 	return nil
@@ -139,8 +147,8 @@ func (s *Service) onPod(ch reconcile.Change) {
 		s.router.change(ch)
 		return
 	}
-	p, err := kinds.DecodePod(ch.New)
-	if err != nil {
+	p, ok := ch.NewValue.(*kinds.Pod)
+	if !ok {
 		return
 	}
 	s.cache.setPod(key, p)
@@ -148,7 +156,7 @@ func (s *Service) onPod(ch reconcile.Change) {
 	switch {
 	case unbound(p):
 		// Our own status writes (PodScheduled=False) change only status.
-		if ch.Old == nil || !object.SameJSON(ch.Old.Spec, ch.New.Spec) || !object.SameJSON(mustJSON(ch.Old.Metadata.Labels), mustJSON(ch.New.Metadata.Labels)) {
+		if ch.Old == nil || ch.Old.Metadata.Generation != ch.New.Metadata.Generation || !maps.Equal(ch.Old.Metadata.Labels, ch.New.Metadata.Labels) {
 			s.queue.add(key, ch.Header)
 		}
 	default:

@@ -17,7 +17,10 @@ import (
 // New is nil for deletes (Old then holds the last state).
 type Change struct {
 	Old, New *object.Object
-	Revision uint64
+	// OldValue and NewValue are the decoded forms, when the informer has a
+	// decoder (see SetDecoder).
+	OldValue, NewValue any
+	Revision           uint64
 	// Header carries the trace context of the write.
 	Header nats.Header
 }
@@ -43,6 +46,8 @@ type Informer struct {
 
 	mu       sync.RWMutex
 	items    map[string]*object.Object
+	values   map[string]any
+	decode   func(*object.Object) any
 	rev      uint64
 	synced   bool
 	indexers map[string]IndexFunc
@@ -54,7 +59,7 @@ type Informer struct {
 func newInformer(kind Kind, store *bus.Store, log *slog.Logger) *Informer {
 	return &Informer{
 		kind: kind, store: store, log: log,
-		items: map[string]*object.Object{}, indexers: map[string]IndexFunc{},
+		items: map[string]*object.Object{}, values: map[string]any{}, indexers: map[string]IndexFunc{},
 		indexes: map[string]map[string]map[string]struct{}{}, revMoved: make(chan struct{}),
 	}
 }
@@ -77,6 +82,37 @@ func (i *Informer) AddIndex(name string, fn IndexFunc) {
 	for k, o := range i.items {
 		i.indexAdd(name, fn, k, o)
 	}
+}
+
+// SetDecoder makes the informer keep a decoded form of each object (say,
+// *kinds.Pod), computed once per change instead of once per reader; call
+// before the manager runs.
+func (i *Informer) SetDecoder(fn func(*object.Object) any) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.decode = fn
+}
+
+// Value returns the decoded form of key's object.
+func (i *Informer) Value(key string) (any, bool) {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	v, ok := i.values[key]
+	return v, ok
+}
+
+// ValuesByIndex returns the decoded forms of the objects whose index name has value.
+func (i *Informer) ValuesByIndex(name, value string) []any {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	keys := i.indexes[name][value]
+	out := make([]any, 0, len(keys))
+	for k := range keys {
+		if v, ok := i.values[k]; ok && v != nil {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // OnChange registers a handler, called in order on the watch goroutine: it
@@ -192,7 +228,7 @@ func (i *Informer) apply(ev bus.Event) (Change, bool) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	old := i.items[ev.Key]
-	ch := Change{Old: old, Revision: ev.Revision, Header: ev.Header}
+	ch := Change{Old: old, OldValue: i.values[ev.Key], Revision: ev.Revision, Header: ev.Header}
 	for name, fn := range i.indexers {
 		if old != nil {
 			i.indexRemove(name, fn, ev.Key, old)
@@ -200,12 +236,17 @@ func (i *Informer) apply(ev bus.Event) (Change, bool) {
 	}
 	if ev.Type == bus.Deleted {
 		delete(i.items, ev.Key)
+		delete(i.values, ev.Key)
 		if old == nil {
 			ch.Old = ev.Object
 		}
 	} else {
 		i.items[ev.Key] = ev.Object
 		ch.New = ev.Object
+		if i.decode != nil {
+			ch.NewValue = i.decode(ev.Object)
+			i.values[ev.Key] = ch.NewValue
+		}
 		for name, fn := range i.indexers {
 			i.indexAdd(name, fn, ev.Key, ev.Object)
 		}
