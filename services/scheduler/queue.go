@@ -114,10 +114,3 @@ func (q *queue) pop(ctx context.Context) (string, nats.Header, bool) {
 		}
 	}
 }
-
-// len counts active and parked pods.
-func (q *queue) len() (active, parked int) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.active), len(q.parked)
-}

@@ -210,7 +210,7 @@ func TestReconcileContinuesTheWritersTrace(t *testing.T) {
 		}
 		attrs := map[string]string{}
 		for _, a := range sp.Attributes {
-			attrs[string(a.Key)] = a.Value.Emit()
+			attrs[string(a.Key)] = a.Value.String()
 		}
 		for _, k := range []string{"controller", "kind", "key", "revision", "attempt", "result"} {
 			if attrs[k] == "" {
