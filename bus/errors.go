@@ -2,6 +2,7 @@ package bus
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -35,18 +36,26 @@ func translate(err error) error {
 		return nil
 	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted),
 		errors.Is(err, jetstream.ErrBucketNotFound), errors.Is(err, jetstream.ErrStreamNotFound):
-		return errors.Join(ErrNotFound, err)
+		return wrap(ErrNotFound, err)
 	case errors.Is(err, jetstream.ErrKeyRevisionMismatch):
-		return errors.Join(ErrConflict, err)
+		return wrap(ErrConflict, err)
 	case errors.Is(err, jetstream.ErrInvalidKey):
-		return errors.Join(ErrInvalid, err)
+		return wrap(ErrInvalid, err)
 	case errors.Is(err, jetstream.ErrNoHeartbeat), errors.Is(err, nats.ErrNoResponders), errors.Is(err, nats.ErrTimeout):
-		return errors.Join(ErrUnavailable, err)
+		return wrap(ErrUnavailable, err)
 	}
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
-		return errors.Join(ErrConflict, err)
+		return wrap(ErrConflict, err)
 	}
 	return err
+}
+
+// wrap keeps both the sentinel and the cause in the chain, on one line.
+func wrap(sentinel, cause error) error {
+	if errors.Is(cause, sentinel) {
+		return cause
+	}
+	return fmt.Errorf("%w (%w)", sentinel, cause)
 }

@@ -126,6 +126,18 @@ func TestBinaryRunsRealWorkloads(t *testing.T) {
 	waitFor(t, "get -w to show the pods running", 10*time.Second, func() bool {
 		return strings.Count(watch(), "Running") >= 3 && strings.Contains(watch(), "NAME")
 	})
+	// One apply reads as one trace, from the API down to the pods' start.
+	// Spans are written in batches each second.
+	steps := []string{"POST /apis/apps/v1/namespaces/default/deployments", "reconcile deployment", "reconcile replicaset", "bind", "start pod"}
+	waitFor(t, "the trace of the apply", 15*time.Second, func() bool {
+		tr, _, _ := s.run("", "trace", "deployment/demo")
+		for _, step := range steps {
+			if !strings.Contains(tr, step) {
+				return false
+			}
+		}
+		return true
+	})
 	out := s.must("", "get", "pods", "-o", "wide")
 	if !strings.Contains(out, node) || strings.Count(out, "Running") != 3 {
 		t.Fatalf("get pods -o wide:\n%s", out)
@@ -210,6 +222,19 @@ func TestBinaryRunsRealWorkloads(t *testing.T) {
 	for _, pid := range pids {
 		if syscall.Kill(pid, 0) == nil {
 			t.Errorf("process %s left running after up stopped", strconv.Itoa(pid))
+		}
+	}
+}
+
+// The benchmark runs (small here) and reports against the store's ceiling.
+func TestBinaryBench(t *testing.T) {
+	out, errOut, err := (&server{t: t}).runBare("bench", "--nodes", "4", "--replicas", "20", "--deployments", "3", "--per", "4", "--timeout", "2m")
+	if err != nil {
+		t.Fatalf("bench: %v\n%s\n%s", err, out, errOut)
+	}
+	for _, want := range []string{"all 20 pods Running", "all 12 pods Running", "throughput / ceiling", "peak memory scheduler", "store ceiling"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("bench output lacks %q:\n%s", want, out)
 		}
 	}
 }

@@ -167,6 +167,17 @@ func (s *server) run(stdin string, args ...string) (string, string, error) {
 	return out.String(), errb.String(), err
 }
 
+// runBare runs the binary with no --server.
+func (s *server) runBare(args ...string) (string, string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(s.t), args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return out.String(), errb.String(), err
+}
+
 func (s *server) must(stdin string, args ...string) string {
 	s.t.Helper()
 	out, errOut, err := s.run(stdin, args...)

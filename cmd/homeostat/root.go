@@ -59,7 +59,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(
 		newUp(g), newAPI(g), newControllers(g), newScheduler(g), newNodeAgent(g), newDemo(),
 		newApply(g), newGet(g), newDescribe(g), newDelete(g), newAPIResources(g),
-		newRollout(g), newScale(g), newLogs(g), newBench(),
+		newRollout(g), newScale(g), newLogs(g), newBench(), newTrace(g),
 	)
 	return root
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/homeostat/homeostat/services/api"
 	"github.com/homeostat/homeostat/services/controllers"
 	"github.com/homeostat/homeostat/services/scheduler"
+	"github.com/homeostat/homeostat/tracing"
 )
 
 type upOptions struct {
@@ -24,6 +25,7 @@ type upOptions struct {
 	natsListen string
 	fsync      string
 	noAgent    bool
+	record     bool
 	keepPods   bool
 	agent      agentOptions
 }
@@ -53,6 +55,7 @@ func newUp(g *globals) *cobra.Command {
 	f.StringVar(&o.listen, "listen", "127.0.0.1:6440", "address the API listens on")
 	f.StringVar(&o.natsListen, "nats-listen", "127.0.0.1:4222", "address the embedded NATS server listens on, for agents in other processes")
 	f.BoolVar(&o.noAgent, "no-agent", false, "run no node agent in this process")
+	f.BoolVar(&o.record, "record-traces", true, "keep this process's spans for an hour, for 'homeostat trace'")
 	f.BoolVar(&o.keepPods, "keep-pods", false, "leave pods' processes running on exit, for the next start to adopt")
 	host, _ := os.Hostname()
 	f.StringVar(&o.agent.name, "node-name", strings.ToLower(host), "name of this machine's node")
@@ -91,6 +94,13 @@ func runUp(ctx context.Context, g *globals, o *upOptions) error {
 		return err
 	}
 	defer conn.Close()
+	if o.record {
+		sink, err := conn.SpanSink(ctx)
+		if err != nil {
+			return err
+		}
+		tracing.Record("homeostat", sink)
+	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)

@@ -191,6 +191,7 @@ func (s *Service) routes() http.Handler {
 	mux.HandleFunc("GET /apis", s.apiGroups)
 	mux.HandleFunc("GET /api/{version}", s.resourceList)
 	mux.HandleFunc("GET /apis/{group}/{version}", s.resourceList)
+	mux.HandleFunc("GET /apis/homeostat.io/v1/traces/{id}", s.trace)
 	for _, prefix := range []string{"/api/{version}", "/apis/{group}/{version}"} {
 		mux.HandleFunc(prefix+"/{resource}", s.serve)
 		mux.HandleFunc(prefix+"/{resource}/{name}", s.serve)

@@ -157,8 +157,8 @@ func (c *deployments) createNewRS(ctx context.Context, s *deploymentState, revis
 		}
 		sel.MatchExpressions = s.spec.Selector.MatchExpressions
 	}
-	zero := int32(0)
-	spec := kinds.ReplicaSetSpec{Replicas: &zero, MinReadySeconds: s.spec.MinReadySeconds, Selector: &sel, Template: tmpl}
+	first := c.firstSize(s)
+	spec := kinds.ReplicaSetSpec{Replicas: &first, MinReadySeconds: s.spec.MinReadySeconds, Selector: &sel, Template: tmpl}
 	ann := map[string]string{AnnotationRevision: strconv.FormatInt(revision, 10)}
 	if cause := d.Metadata.Annotations[AnnotationChangeCause]; cause != "" {
 		ann[AnnotationChangeCause] = cause
@@ -178,8 +178,26 @@ func (c *deployments) createNewRS(ctx context.Context, s *deploymentState, revis
 	if err != nil {
 		return nil, err
 	}
-	c.events.Event(ctx, d, kinds.EventNormal, "ScalingReplicaSet", "Created new replica set %s (revision %d)", created.Metadata.Name, revision)
+	c.events.Event(ctx, d, kinds.EventNormal, "ScalingReplicaSet", "Created new replica set %s (revision %d) at %d replicas", created.Metadata.Name, revision, first)
 	return &rsView{obj: created, spec: spec}, nil
+}
+
+// firstSize is what a new ReplicaSet starts at, so that creating it is
+// also its first scaling step: the surge room for RollingUpdate, all of it
+// for Recreate once the old pods are gone.
+func (c *deployments) firstSize(s *deploymentState) int32 {
+	var oldSpec, oldPods int32
+	for _, r := range s.old {
+		oldSpec += r.replicas()
+		oldPods += r.status.Replicas
+	}
+	if s.spec.Strategy.Type == "Recreate" {
+		if oldSpec+oldPods > 0 {
+			return 0
+		}
+		return s.replicas
+	}
+	return max(0, min(s.replicas, s.replicas+s.surge-oldSpec))
 }
 
 func (c *deployments) setRevision(ctx context.Context, r *rsView, rev int64) error {

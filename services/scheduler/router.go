@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/object"
@@ -70,8 +72,10 @@ func (r *router) change(ch reconcile.Change) {
 	}
 	if newNode != "" && (newNode != oldNode || agentView(ch.Old) != agentView(ch.New)) {
 		pod := ch.New
-		r.pending = append(r.pending, func(ctx context.Context) (jetstream.PubAckFuture, error) {
-			return r.index.Set(ctx, newNode, pod)
+		// The agent continues the trace of the write (the bind, usually).
+		tctx := otel.GetTextMapPropagator().Extract(context.Background(), propagation.HeaderCarrier(ch.Header))
+		r.pending = append(r.pending, func(context.Context) (jetstream.PubAckFuture, error) {
+			return r.index.Set(tctx, newNode, pod)
 		})
 	}
 	select {
