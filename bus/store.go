@@ -198,6 +198,28 @@ func (s *Store) Create(ctx context.Context, o *object.Object) (*object.Object, e
 	return n, nil
 }
 
+// createOver creates n (already filled in) over a tombstone, or reports
+// ErrAlreadyExists when the key holds a live object.
+func (s *Store) createOver(ctx context.Context, n *object.Object) (*object.Object, error) {
+	last, err := s.tombstoneRevision(ctx, n.Key())
+	if err != nil {
+		return nil, err
+	}
+	data, err := encode(n)
+	if err != nil {
+		return nil, err
+	}
+	rev, err := s.publish(ctx, n.Key(), data, last, nats.Header{HeaderOp: []string{opCreate}})
+	if errors.Is(err, ErrConflict) {
+		return nil, fmt.Errorf("%s %q: %w", s.spec.Bucket, n.Key(), ErrAlreadyExists)
+	}
+	if err != nil {
+		return nil, err
+	}
+	n.Metadata.ResourceVersion = strconv.FormatUint(rev, 10)
+	return n, nil
+}
+
 // tombstoneRevision returns the revision of the delete marker a key ends
 // with, or ErrAlreadyExists when it holds a live value.
 func (s *Store) tombstoneRevision(ctx context.Context, key string) (uint64, error) {
@@ -434,12 +456,12 @@ func (s *Store) CreateMany(ctx context.Context, objs []*object.Object) ([]*objec
 		case ack := <-f.Ok():
 			out[i].Metadata.ResourceVersion = strconv.FormatUint(ack.Sequence, 10)
 		case err := <-f.Err():
-			// A key with history (a tombstone) needs the careful path.
-			created, cerr := s.Create(ctx, objs[i])
-			if cerr != nil && !errors.Is(translate(err), ErrConflict) {
-				cerr = translate(err)
+			if !errors.Is(translate(err), ErrConflict) {
+				out[i], errs[i] = nil, translate(err)
+				continue
 			}
-			out[i], errs[i] = created, cerr
+			// Taken, or a key with history (a tombstone) to create over.
+			out[i], errs[i] = s.createOver(ctx, out[i])
 		case <-ctx.Done():
 			errs[i] = ctx.Err()
 		}

@@ -111,15 +111,55 @@ func (o *Object) Clone() *Object {
 	if o == nil {
 		return nil
 	}
-	b, err := json.Marshal(o)
-	if err != nil {
-		panic("object: marshal of a decoded object failed: " + err.Error())
+	c := *o
+	c.Spec = append(json.RawMessage(nil), o.Spec...)
+	c.Status = append(json.RawMessage(nil), o.Status...)
+	if o.Spec == nil {
+		c.Spec = nil
 	}
-	var c Object
-	if err := json.Unmarshal(b, &c); err != nil {
-		panic("object: unmarshal of a marshalled object failed: " + err.Error())
+	if o.Status == nil {
+		c.Status = nil
+	}
+	m := &c.Metadata
+	m.Labels = cloneMap(o.Metadata.Labels)
+	m.Annotations = cloneMap(o.Metadata.Annotations)
+	if o.Metadata.OwnerReferences != nil {
+		m.OwnerReferences = make([]OwnerReference, len(o.Metadata.OwnerReferences))
+		for i, r := range o.Metadata.OwnerReferences {
+			m.OwnerReferences[i] = r
+			if r.Controller != nil {
+				v := *r.Controller
+				m.OwnerReferences[i].Controller = &v
+			}
+			if r.BlockOwnerDeletion != nil {
+				v := *r.BlockOwnerDeletion
+				m.OwnerReferences[i].BlockOwnerDeletion = &v
+			}
+		}
+	}
+	if o.Metadata.Finalizers != nil {
+		m.Finalizers = append([]string(nil), o.Metadata.Finalizers...)
+	}
+	if o.Metadata.DeletionTimestamp != nil {
+		t := *o.Metadata.DeletionTimestamp
+		m.DeletionTimestamp = &t
+	}
+	if o.Metadata.DeletionGracePeriodSeconds != nil {
+		g := *o.Metadata.DeletionGracePeriodSeconds
+		m.DeletionGracePeriodSeconds = &g
 	}
 	return &c
+}
+
+func cloneMap(in map[string]string) map[string]string {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		out[k] = v
+	}
+	return out
 }
 
 // Key returns the store key of the object: namespace.name, or name.

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -52,6 +53,45 @@ type Controller struct {
 	queue *bus.Queue
 	enq   *enqueuer
 	log   *slog.Logger
+	keys  keyLocks
+}
+
+// keyLocks keeps two workers of one process off the same key, as
+// client-go's workqueue does: the second waits, then works from a fresher
+// cache. (Across processes it can still happen; reconcilers are safe
+// against it.)
+type keyLocks struct {
+	mu    sync.Mutex
+	locks map[string]*keyLock
+}
+
+type keyLock struct {
+	sync.Mutex
+	users int
+}
+
+func (k *keyLocks) lock(key string) func() {
+	k.mu.Lock()
+	if k.locks == nil {
+		k.locks = map[string]*keyLock{}
+	}
+	l := k.locks[key]
+	if l == nil {
+		l = &keyLock{}
+		k.locks[key] = l
+	}
+	l.users++
+	k.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		k.mu.Lock()
+		l.users--
+		if l.users == 0 {
+			delete(k.locks, key)
+		}
+		k.mu.Unlock()
+	}
 }
 
 // Name is the controller's name.
@@ -113,6 +153,7 @@ func (c *Controller) watchDepth(ctx context.Context) {
 // handle reconciles one delivery: wait for the caches, reconcile in a span
 // while keeping the claim alive, then ack, requeue or back off.
 func (c *Controller) handle(ctx context.Context, d *bus.Delivery) {
+	defer c.keys.lock(d.Key)()
 	if d.Attempt == 1 && len(d.Header.Values(bus.HeaderMinRevision)) == 0 {
 		queueAdds.WithLabelValues(c.opts.Name).Inc()
 	}

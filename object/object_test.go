@@ -1,0 +1,64 @@
+package object_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/homeostat/homeostat/object"
+)
+
+func TestCloneIsDeep(t *testing.T) {
+	yes := true
+	now := time.Now()
+	grace := int64(5)
+	o := &object.Object{APIVersion: "v1", Kind: "Pod", Spec: json.RawMessage(`{"a":1}`), Status: json.RawMessage(`{"b":2}`),
+		Metadata: object.Meta{Name: "p", Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"c": "d"},
+			Finalizers: []string{"f"}, DeletionTimestamp: &now, DeletionGracePeriodSeconds: &grace,
+			OwnerReferences: []object.OwnerReference{{Kind: "RS", Name: "r", UID: "u", Controller: &yes}}}}
+	c := o.Clone()
+	if diff := cmp.Diff(o, c); diff != "" {
+		t.Fatalf("clone differs (-orig +clone):\n%s", diff)
+	}
+	c.Spec[2] = 'x'
+	c.Metadata.Labels["a"] = "z"
+	c.Metadata.Finalizers[0] = "g"
+	*c.Metadata.OwnerReferences[0].Controller = false
+	*c.Metadata.DeletionGracePeriodSeconds = 9
+	if string(o.Spec) != `{"a":1}` || o.Metadata.Labels["a"] != "b" || o.Metadata.Finalizers[0] != "f" ||
+		!*o.Metadata.OwnerReferences[0].Controller || *o.Metadata.DeletionGracePeriodSeconds != 5 {
+		t.Fatalf("changing the clone changed the original: %+v", o)
+	}
+}
+
+func TestSelector(t *testing.T) {
+	for _, tc := range []struct {
+		sel    string
+		labels map[string]string
+		want   bool
+	}{
+		{"", nil, true},
+		{"a=b", map[string]string{"a": "b"}, true},
+		{"a==b,c!=d", map[string]string{"a": "b", "c": "e"}, true},
+		{"a!=b", map[string]string{}, true},
+		{"a in (x, y),b", map[string]string{"a": "y", "b": ""}, true},
+		{"a notin (x,y)", map[string]string{"a": "x"}, false},
+		{"!a", map[string]string{"a": "1"}, false},
+		{"tier", map[string]string{}, false},
+	} {
+		s, err := object.ParseSelector(tc.sel)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.sel, err)
+		}
+		if got := s.Matches(tc.labels); got != tc.want {
+			t.Errorf("%q on %v: got %v", tc.sel, tc.labels, got)
+		}
+	}
+	for _, bad := range []string{"a in b", "=b", "a=b c", "a in (x y)"} {
+		if _, err := object.ParseSelector(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
