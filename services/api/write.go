@@ -9,23 +9,30 @@ import (
 	"github.com/homeostat/homeostat/object"
 )
 
-func (s *Service) create(w http.ResponseWriter, r *http.Request, ref *resourceRef) *apiError {
+// readObject reads the body of a create or update as an object of the
+// path's kind, namespace and name, and whether it is a dry run.
+func (s *Service) readObject(r *http.Request, ref *resourceRef) (*object.Object, bool, *apiError) {
 	dry, e := dryRun(r)
 	if e != nil {
-		return e
+		return nil, false, e
 	}
 	data, e := s.readBody(r, false)
 	if e != nil {
-		return e
+		return nil, false, e
 	}
 	doc, e := decodeObject(data)
 	if e != nil {
-		return e
+		return nil, false, e
 	}
 	if e := normalize(ref, doc); e != nil {
-		return e
+		return nil, false, e
 	}
 	o, e := toObject(doc)
+	return o, dry, e
+}
+
+func (s *Service) create(w http.ResponseWriter, r *http.Request, ref *resourceRef) *apiError {
+	o, dry, e := s.readObject(r, ref)
 	if e != nil {
 		return e
 	}
@@ -66,22 +73,7 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request, ref *resourceRe
 }
 
 func (s *Service) update(w http.ResponseWriter, r *http.Request, ref *resourceRef) *apiError {
-	dry, e := dryRun(r)
-	if e != nil {
-		return e
-	}
-	data, e := s.readBody(r, false)
-	if e != nil {
-		return e
-	}
-	doc, e := decodeObject(data)
-	if e != nil {
-		return e
-	}
-	if e := normalize(ref, doc); e != nil {
-		return e
-	}
-	in, e := toObject(doc)
+	in, dry, e := s.readObject(r, ref)
 	if e != nil {
 		return e
 	}

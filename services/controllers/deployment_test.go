@@ -62,7 +62,7 @@ func replicaSets(e *env, app string) map[string]string {
 
 func TestDeploymentRollingUpdateAndRollback(t *testing.T) {
 	e := newEnv(t)
-	e.controllers(e.conn)
+	e.controllers()
 	stop := e.runPods("app=web")
 	defer stop()
 	e.apply(deployment("web", 4, "{type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}", "100"))
@@ -102,7 +102,7 @@ func TestDeploymentRollingUpdateAndRollback(t *testing.T) {
 
 func TestDeploymentRecreate(t *testing.T) {
 	e := newEnv(t)
-	e.controllers(e.conn)
+	e.controllers()
 	stop := e.runPods("app=rec")
 	defer stop()
 	e.apply(deployment("rec", 2, "{type: Recreate}", "1"))
@@ -136,7 +136,7 @@ func TestDeploymentRecreate(t *testing.T) {
 
 func TestDeploymentPauseResumeAndHistoryLimit(t *testing.T) {
 	e := newEnv(t)
-	e.controllers(e.conn)
+	e.controllers()
 	stop := e.runPods("app=p")
 	defer stop()
 	strategy := "{type: RollingUpdate}"
@@ -165,7 +165,7 @@ func TestDeploymentPauseResumeAndHistoryLimit(t *testing.T) {
 
 func TestDeploymentProgressDeadline(t *testing.T) {
 	e := newEnv(t)
-	e.controllers(e.conn)
+	e.controllers()
 	e.apply(strings.Replace(deployment("slow", 1, "{type: RollingUpdate}", "1"), "revisionHistoryLimit: 2", "progressDeadlineSeconds: 1", 1))
 	eventually(t, "deadline exceeded", 15*time.Second, func() bool {
 		st, _ := deployStatus(e, "slow")

@@ -3,7 +3,6 @@ package controllers_test
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -11,18 +10,16 @@ import (
 	"time"
 
 	"github.com/homeostat/homeostat/bus"
-	"github.com/homeostat/homeostat/bus/bustest"
 	"github.com/homeostat/homeostat/client"
 	"github.com/homeostat/homeostat/kinds"
-	"github.com/homeostat/homeostat/manifest"
 	"github.com/homeostat/homeostat/object"
-	"github.com/homeostat/homeostat/services/api"
 	"github.com/homeostat/homeostat/services/controllers"
-	"github.com/homeostat/homeostat/services/controllers/reconcile"
+	"github.com/homeostat/homeostat/testenv"
 )
 
-// env is an API and the controllers over one embedded NATS server.
+// env wraps the shared test environment with the helpers these tests use.
 type env struct {
+	*testenv.Env
 	t    *testing.T
 	conn *bus.Conn
 	c    *client.Client
@@ -31,69 +28,12 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	conn := bustest.Conn(t)
-	e := &env{t: t, conn: conn, ctx: context.Background()}
-	e.c = client.New(startAPI(t, conn), nil)
-	return e
+	e := testenv.New(t)
+	return &env{Env: e, t: t, conn: e.Conn, c: e.C, ctx: e.Ctx}
 }
 
-func startAPI(t *testing.T, conn *bus.Conn) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := api.New(api.Config{Bus: conn, Listener: ln, CompactEvery: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	base := "http://" + ln.Addr().String()
-	eventually(t, "api ready", 10*time.Second, func() bool {
-		resp, err := http.Get(base + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	return base
-}
-
-// controllers starts the controllers on conn (a client of the env's server).
-func (e *env) controllers(conn *bus.Conn, mutate ...func(*controllers.Config)) {
-	e.t.Helper()
-	cfg := controllers.Config{Bus: conn, Backoff: reconcile.Backoff{Initial: 5 * time.Millisecond, Max: 500 * time.Millisecond, Multiplier: 2}}
-	for _, m := range mutate {
-		m(&cfg)
-	}
-	svc, err := controllers.New(cfg)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := svc.Setup(ctx); err != nil {
-		e.t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
-	e.t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			e.t.Errorf("controllers: %v", err)
-		}
-	})
-	select {
-	case <-svc.Ready():
-	case err := <-done:
-		e.t.Fatalf("controllers ended: %v", err)
-	case <-time.After(15 * time.Second):
-		e.t.Fatal("controllers not ready")
-	}
-}
+// controllers starts another controller process (its own connection).
+func (e *env) controllers(mutate ...func(*controllers.Config)) { e.Controllers(mutate...) }
 
 func eventually(t *testing.T, what string, within time.Duration, cond func() bool) {
 	t.Helper()
@@ -106,63 +46,11 @@ func eventually(t *testing.T, what string, within time.Duration, cond func() boo
 	}
 }
 
-func (e *env) res(name string) client.Resource {
-	e.t.Helper()
-	r, err := e.c.ResourceFor(e.ctx, name)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return r
-}
-
-// apply applies YAML documents.
-func (e *env) apply(y string) {
-	e.t.Helper()
-	docs, err := manifest.DecodeBytes([]byte(y))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	for _, d := range docs {
-		var h struct {
-			APIVersion, Kind string
-		}
-		_ = json.Unmarshal(d.JSON, &h)
-		r, err := e.c.ResourceForKind(e.ctx, h.APIVersion, h.Kind)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		if _, _, err := e.c.Apply(e.ctx, r, "default", d.JSON); err != nil {
-			e.t.Fatalf("apply: %v", err)
-		}
-	}
-}
-
-func (e *env) get(kind, name string) *object.Object {
-	e.t.Helper()
-	o, err := e.c.Get(e.ctx, e.res(kind), "default", name)
-	if err != nil {
-		e.t.Fatalf("get %s %s: %v", kind, name, err)
-	}
-	return o
-}
-
-func (e *env) list(kind, selector string) []*object.Object {
-	e.t.Helper()
-	l, err := e.c.List(e.ctx, e.res(kind), "default", client.ListOptions{LabelSelector: selector})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return l.Items
-}
-
-func (e *env) patch(kind, name, patch string) *object.Object {
-	e.t.Helper()
-	o, err := e.c.Patch(e.ctx, e.res(kind), "default", name, []byte(patch))
-	if err != nil {
-		e.t.Fatalf("patch %s %s: %v", kind, name, err)
-	}
-	return o
-}
+func (e *env) res(name string) client.Resource           { return e.Res(name) }
+func (e *env) apply(y string)                            { e.Apply(y) }
+func (e *env) get(kind, name string) *object.Object      { return e.Get(kind, name) }
+func (e *env) list(kind, sel string) []*object.Object    { return e.List(kind, sel) }
+func (e *env) patch(kind, name, p string) *object.Object { return e.Patch(kind, name, p) }
 
 // setPodStatus plays the node agent: it writes a pod's phase and readiness.
 func (e *env) setPodStatus(p *object.Object, phase string, ready bool) {

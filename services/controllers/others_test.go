@@ -67,7 +67,7 @@ func finishPods(e *env, job, phase string) (stop func()) {
 
 func TestJobCompletesWithParallelism(t *testing.T) {
 	e := newEnv(t)
-	e.controllers(e.conn)
+	e.controllers()
 	e.apply(fmt.Sprintf(jobYAML, "batch", 5, 2, 3))
 	eventually(t, "two pods in parallel", 10*time.Second, func() bool { return len(e.list("pods", "job-name=batch")) == 2 })
 	if st := jobStatus(e, "batch"); st.Active != 2 || st.StartTime == nil {
@@ -86,7 +86,7 @@ func TestJobCompletesWithParallelism(t *testing.T) {
 
 func TestJobFailsPastBackoffLimit(t *testing.T) {
 	e := newEnv(t)
-	e.controllers(e.conn)
+	e.controllers()
 	e.apply(fmt.Sprintf(jobYAML, "doomed", 1, 1, 2))
 	stop := finishPods(e, "doomed", kinds.PodFailed)
 	defer stop()
@@ -99,7 +99,7 @@ func TestJobFailsPastBackoffLimit(t *testing.T) {
 
 func TestDaemonSetFollowsNodes(t *testing.T) {
 	e := newEnv(t)
-	e.controllers(e.conn)
+	e.controllers()
 	for _, n := range []string{"n1", "n2", "n3"} {
 		labels := "{disk: ssd}"
 		taints := "[]"
@@ -143,7 +143,7 @@ spec:
 
 func TestGarbageCollectionPolicies(t *testing.T) {
 	e := newEnv(t)
-	e.controllers(e.conn)
+	e.controllers()
 	e.apply(fmt.Sprintf(rsYAML, "bg", 2))
 	e.apply(fmt.Sprintf(rsYAML, "orph", 2))
 	e.apply(fmt.Sprintf(rsYAML, "fg", 2))
@@ -183,7 +183,7 @@ func TestGarbageCollectionPolicies(t *testing.T) {
 
 func TestDeletingNamespaceDeletesItsContent(t *testing.T) {
 	e := newEnv(t)
-	e.controllers(e.conn)
+	e.controllers()
 	e.apply("apiVersion: v1\nkind: Namespace\nmetadata: {name: scratch}\n")
 	dep := deployment("inns", 2, "{type: RollingUpdate}", "1")
 	docs := "metadata: {name: inns, namespace: scratch}"

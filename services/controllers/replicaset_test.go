@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/homeostat/homeostat/bus"
-	"github.com/homeostat/homeostat/bus/bustest"
 	"github.com/homeostat/homeostat/kinds"
 )
 
@@ -25,7 +24,7 @@ spec:
 
 func TestReplicaSetScalesAndCountsStatus(t *testing.T) {
 	e := newEnv(t)
-	e.controllers(e.conn)
+	e.controllers()
 	e.apply(fmt.Sprintf(rsYAML, "web", 3))
 	eventually(t, "3 pods", 10*time.Second, func() bool { return len(e.list("pods", "app=web")) == 3 })
 	for _, p := range e.list("pods", "app=web") {
@@ -59,7 +58,7 @@ func TestReplicaSetScalesAndCountsStatus(t *testing.T) {
 
 func TestReplicaSetAdoptsAndReleases(t *testing.T) {
 	e := newEnv(t)
-	e.controllers(e.conn)
+	e.controllers()
 	e.apply(`apiVersion: v1
 kind: Pod
 metadata: {name: stray, labels: {app: adopt}}
@@ -92,7 +91,7 @@ spec: {containers: [{name: c, command: [x]}]}
 func TestConcurrentReconcilesNeverDuplicatePods(t *testing.T) {
 	e := newEnv(t)
 	for range 3 {
-		e.controllers(bustest.Client(t, e.conn))
+		e.controllers()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
