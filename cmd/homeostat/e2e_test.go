@@ -222,6 +222,20 @@ func TestBinaryUpApplyGetDelete(t *testing.T) {
 	if !regexp.MustCompile(`^NAME\s+READY\s+UP-TO-DATE\s+AVAILABLE\s+AGE\nweb\s+0/2\s+0\s+0\s+\d+s\n$`).MatchString(out) {
 		t.Fatalf("get table:\n%s", out)
 	}
+	// The process serves its metrics: queues, reconciles, informers.
+	waitFor(t, "controller metrics", 15*time.Second, func() bool {
+		resp, err := http.Get(s.url + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		m := string(b)
+		return strings.Contains(m, `homeostat_reconcile_duration_seconds_count{controller="deployment"`) &&
+			strings.Contains(m, `homeostat_workqueue_depth{controller="replicaset"}`) &&
+			strings.Contains(m, `homeostat_informer_synced{kind="Pod"} 1`) &&
+			strings.Contains(m, `homeostat_workqueue_adds_total{controller="deployment"}`)
+	})
 	// A changed manifest configures; a removed label goes away.
 	changed := strings.Replace(e2eManifest, "replicas: 2", "replicas: 4", 1)
 	changed = strings.Replace(changed, "labels: {app: web}}\nspec", "labels: {}}\nspec", 1)
