@@ -25,6 +25,7 @@ type upOptions struct {
 	natsListen string
 	fsync      string
 	noAgent    bool
+	evict      time.Duration
 	record     bool
 	keepPods   bool
 	agent      agentOptions
@@ -55,6 +56,7 @@ func newUp(g *globals) *cobra.Command {
 	f.StringVar(&o.listen, "listen", "127.0.0.1:6440", "address the API listens on")
 	f.StringVar(&o.natsListen, "nats-listen", "127.0.0.1:4222", "address the embedded NATS server listens on, for agents in other processes")
 	f.BoolVar(&o.noAgent, "no-agent", false, "run no node agent in this process")
+	f.DurationVar(&o.evict, "evict-after", 5*time.Minute, "pods of an unreachable node are deleted this long after")
 	f.BoolVar(&o.record, "record-traces", true, "keep this process's spans for an hour, for 'homeostat trace'")
 	f.BoolVar(&o.keepPods, "keep-pods", false, "leave pods' processes running on exit, for the next start to adopt")
 	host, _ := os.Hostname()
@@ -113,7 +115,7 @@ func runUp(ctx context.Context, g *globals, o *upOptions) error {
 	server := "http://" + ln.Addr().String()
 	fmt.Printf("Homeostat is up.\n  API:  %s   (export HOMEOSTAT_SERVER=%s)\n  NATS: %s\n  Data: %s\nPress Ctrl-C to stop.\n",
 		server, server, conn.ClientURL(), o.dataDir)
-	ctrl, err := controllers.New(controllers.Config{Bus: conn, Logger: log})
+	ctrl, err := controllers.New(controllers.Config{Bus: conn, Logger: log, EvictAfter: o.evict})
 	if err != nil {
 		return err
 	}
