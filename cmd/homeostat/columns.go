@@ -87,6 +87,13 @@ var (
 )
 
 func columnsFor(kind string, wide bool) []column {
+	if cols := workloadColumns(kind, wide); cols != nil {
+		return cols
+	}
+	return otherColumns(kind, wide)
+}
+
+func workloadColumns(kind string, wide bool) []column {
 	var cols []column
 	switch kind {
 	case "Pod":
@@ -141,6 +148,13 @@ func columnsFor(kind string, wide bool) []column {
 				return fmt.Sprintf("%d/%d", num(d, "status", "succeeded"), num(d, "spec", "completions"))
 			}},
 			{"DURATION", jobDuration}, ageCol}
+	}
+	return cols
+}
+
+func otherColumns(kind string, wide bool) []column {
+	var cols []column
+	switch kind {
 	case "Node":
 		cols = []column{nameCol, {"STATUS", nodeStatus}, ageCol,
 			{"PODS", func(_ *object.Object, d map[string]any) string {

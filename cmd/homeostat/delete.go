@@ -34,43 +34,9 @@ func newDelete(g *globals) *cobra.Command {
 			if cmd.Flags().Changed("grace-period") {
 				opts.GracePeriodSeconds = &grace
 			}
-			type target struct {
-				res       client.Resource
-				namespace string
-				name      string
-			}
-			var targets []target
-			if len(files) > 0 {
-				srcs, err := readManifests(files, cmd.InOrStdin())
-				if err != nil {
-					return err
-				}
-				for _, s := range srcs {
-					var h header
-					if err := json.Unmarshal(s.doc.JSON, &h); err != nil {
-						return fmt.Errorf("%s: %w", s, err)
-					}
-					res, err := c.ResourceForKind(ctx, h.APIVersion, h.Kind)
-					if err != nil {
-						return fmt.Errorf("%s: %w", s, err)
-					}
-					ns := h.Metadata.Namespace
-					if ns == "" {
-						ns = g.namespace
-					}
-					targets = append(targets, target{res, ns, h.Metadata.Name})
-				}
-			} else {
-				if len(args) < 2 {
-					return errors.New("delete needs KIND NAME... or -f FILE")
-				}
-				res, err := resolveKind(ctx, c, args[0])
-				if err != nil {
-					return err
-				}
-				for _, name := range args[1:] {
-					targets = append(targets, target{res, g.namespace, name})
-				}
+			targets, err := deleteTargets(cmd, g, c, files, args)
+			if err != nil {
+				return err
 			}
 			var failed error
 			for _, t := range targets {
@@ -93,4 +59,50 @@ func newDelete(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&cascade, "cascade", "background", "what happens to dependents: background, foreground or orphan")
 	cmd.Flags().Int64Var(&grace, "grace-period", 0, "seconds a pod's processes get to stop (0 stops them at once)")
 	return cmd
+}
+
+type deleteTarget struct {
+	res       client.Resource
+	namespace string
+	name      string
+}
+
+// deleteTargets resolves what to delete: the objects a manifest names, or KIND NAME....
+func deleteTargets(cmd *cobra.Command, g *globals, c *client.Client, files, args []string) ([]deleteTarget, error) {
+	ctx := cmd.Context()
+	var targets []deleteTarget
+	if len(files) > 0 {
+		srcs, err := readManifests(files, cmd.InOrStdin())
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range srcs {
+			var h header
+			if err := json.Unmarshal(s.doc.JSON, &h); err != nil {
+				return nil, fmt.Errorf("%s: %w", s, err)
+			}
+			res, err := c.ResourceForKind(ctx, h.APIVersion, h.Kind)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", s, err)
+			}
+			ns := h.Metadata.Namespace
+			if ns == "" {
+				ns = g.namespace
+			}
+			targets = append(targets, deleteTarget{res, ns, h.Metadata.Name})
+		}
+		return targets, nil
+	}
+	kind, names := splitKindName(args)
+	if len(names) == 0 {
+		return nil, errors.New("delete needs KIND NAME..., KIND/NAME or -f FILE")
+	}
+	res, err := resolveKind(ctx, c, kind)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		targets = append(targets, deleteTarget{res, g.namespace, name})
+	}
+	return targets, nil
 }

@@ -33,25 +33,8 @@ func (c *jobs) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.
 	}
 	_ = o.DecodeStatus(&status)
 	now := c.now().UTC().Truncate(time.Second)
-	var pods, active []*kinds.Pod
-	var succeeded, failed, ready int32
-	for _, pod := range podsOf(c.pods, byOwner, o.Metadata.UID) {
-		pods = append(pods, pod)
-		switch {
-		case pod.Status.Phase == kinds.PodSucceeded:
-			succeeded++
-		case pod.Status.Phase == kinds.PodFailed:
-			failed++
-		case !pod.Metadata.Deleting():
-			active = append(active, pod)
-			if pod.Ready() {
-				ready++
-			}
-		}
-		if spec.Template.Spec.RestartPolicy == kinds.RestartOnFailure {
-			failed += pod.Restarts()
-		}
-	}
+	pods := podsOf(c.pods, byOwner, o.Metadata.UID)
+	active, succeeded, failed, ready := countJobPods(pods, spec.Template.Spec.RestartPolicy)
 	st := kinds.JobStatus{StartTime: status.StartTime, CompletionTime: status.CompletionTime, Conditions: status.Conditions,
 		ObservedGeneration: o.Metadata.Generation, Succeeded: succeeded, Failed: failed}
 	if st.StartTime == nil && !spec.Suspend {
@@ -108,6 +91,28 @@ func (c *jobs) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.
 		errs = append(errs, err)
 	}
 	return reconcile.Result{RequeueAfter: max(requeue, 0)}, errors.Join(errs...)
+}
+
+// countJobPods sorts a job's pods into active ones and counts outcomes;
+// with restartPolicy OnFailure, container restarts count as failures.
+func countJobPods(pods []*kinds.Pod, policy string) (active []*kinds.Pod, succeeded, failed, ready int32) {
+	for _, pod := range pods {
+		switch {
+		case pod.Status.Phase == kinds.PodSucceeded:
+			succeeded++
+		case pod.Status.Phase == kinds.PodFailed:
+			failed++
+		case !pod.Metadata.Deleting():
+			active = append(active, pod)
+			if pod.Ready() {
+				ready++
+			}
+		}
+		if policy == kinds.RestartOnFailure {
+			failed += pod.Restarts()
+		}
+	}
+	return active, succeeded, failed, ready
 }
 
 func finished(st kinds.JobStatus) bool {
