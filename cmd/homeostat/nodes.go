@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,7 +44,7 @@ func (o *agentOptions) register(cmd *cobra.Command) {
 	f.StringVar(&o.name, "name", strings.ToLower(host), "node name (with --simulate, the prefix of the virtual nodes)")
 	f.StringVar(&o.dataDir, "data-dir", filepath.Join(defaultDataDir(), "agent"), "directory for container logs")
 	f.StringVar(&o.listen, "listen", "127.0.0.1:0", "address serving container logs to the API")
-	f.StringVar(&o.address, "address", "127.0.0.1", "the node's IP, reported as its pods' IP")
+	f.StringVar(&o.address, "address", "", "the node's IP, reported as its pods' IP and used to reach its logs (default: 127.0.0.1 when listening on loopback, else this host's first non-loopback IPv4)")
 	f.StringVar(&o.capacity, "capacity", "", "capacity as cpu=4,memory=8Gi,pods=110 (default: this machine's)")
 	f.StringSliceVar(&o.labels, "label", nil, "node label key=value (repeatable)")
 	f.IntVar(&o.simulate, "simulate", 0, "host this many simulated nodes instead of running real processes")
@@ -86,6 +87,23 @@ func memTotal() int64 {
 	return kb * 1024
 }
 
+// hostAddress is the address others reach this node at: loopback when the
+// agent listens there, else the first non-loopback IPv4 address.
+func hostAddress(listen net.IP) string {
+	if listen.IsLoopback() {
+		return listen.String()
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
+				return ipn.IP.String()
+			}
+		}
+	}
+	return "127.0.0.1"
+}
+
 // runAgent runs a real node agent, or simulated nodes.
 func runAgent(ctx context.Context, g *globals, o *agentOptions, conn *bus.Conn) error {
 	log := g.logger()
@@ -110,8 +128,12 @@ func runAgent(ctx context.Context, g *globals, o *agentOptions, conn *bus.Conn) 
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
+	addr, port := o.address, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	if addr == "" {
+		addr = hostAddress(ln.Addr().(*net.TCPAddr).IP)
+	}
 	a, err := nodeagent.New(nodeagent.Config{Bus: conn, Logger: log, NodeName: o.name, Runtime: rt, Capacity: capacity,
-		Labels: labels, Address: o.address, AgentURL: "http://" + ln.Addr().String(), HeartbeatEvery: o.heartbeat, Grace: o.grace,
+		Labels: labels, Address: addr, AgentURL: "http://" + net.JoinHostPort(addr, port), HeartbeatEvery: o.heartbeat, Grace: o.grace,
 		StopPodsOnExit: o.stopPods})
 	if err != nil {
 		ln.Close()

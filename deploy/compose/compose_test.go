@@ -1,0 +1,154 @@
+//go:build compose
+
+// Package compose_test drives deploy/compose: Homeostat across a 3-node
+// NATS cluster with several replicas of every service, in containers. Run
+// it with `go tool task compose-test` (Docker and docker-compose needed).
+package compose_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homeostat/homeostat/client"
+	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/manifest"
+)
+
+const project = "homeostat-compose-test"
+
+func compose(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("docker-compose", append([]string{"-p", project, "-f", "docker-compose.yml"}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker-compose %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func runningPods(t *testing.T, c *client.Client) map[string]int {
+	res, err := c.ResourceFor(context.Background(), "pods")
+	if err != nil {
+		return nil
+	}
+	l, err := c.List(context.Background(), res, "default", client.ListOptions{LabelSelector: "app=web"})
+	if err != nil {
+		return nil
+	}
+	out := map[string]int{}
+	for _, o := range l.Items {
+		p, err := kinds.DecodePod(o)
+		if err == nil && p.Status.Phase == kinds.PodRunning && p.Ready() && !p.Metadata.Deleting() {
+			out[p.Spec.NodeName]++
+		}
+	}
+	return out
+}
+
+func total(m map[string]int) (n int) {
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func apply(t *testing.T, c *client.Client, y string) {
+	t.Helper()
+	docs, err := manifest.DecodeBytes([]byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.ResourceFor(context.Background(), "deployments.apps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Apply(context.Background(), res, "default", docs[0].JSON); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const web = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: %d
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        command: [homeostat, demo, --listen, ":0"]
+        readinessProbe: {exec: {command: [homeostat, --help]}, periodSeconds: 2}
+`
+
+func TestClusterSurvivesLosingANATSNodeAndAController(t *testing.T) {
+	if _, err := os.Stat("bin/homeostat"); err != nil {
+		t.Fatal("build the image first: go tool task compose-build")
+	}
+	t.Cleanup(func() { compose(t, "down", "-v", "--remove-orphans") })
+	compose(t, "up", "-d", "--scale", "controllers=3")
+	c := client.New("http://127.0.0.1:16440", nil)
+	waitFor(t, "the API", 3*time.Minute, func() bool {
+		resp, err := http.Get("http://127.0.0.1:16440/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	waitFor(t, "22 nodes", 2*time.Minute, func() bool {
+		res, err := c.ResourceFor(context.Background(), "nodes")
+		if err != nil {
+			return false
+		}
+		l, err := c.List(context.Background(), res, "", client.ListOptions{})
+		return err == nil && len(l.Items) == 22
+	})
+	apply(t, c, fmt.Sprintf(web, 30))
+	waitFor(t, "30 running pods", 3*time.Minute, func() bool { return total(runningPods(t, c)) == 30 })
+
+	// Lose a NATS node: replicated streams keep a quorum of two.
+	compose(t, "kill", "nats2")
+	apply(t, c, fmt.Sprintf(web, 40))
+	waitFor(t, "40 running pods with a NATS node down", 3*time.Minute, func() bool { return total(runningPods(t, c)) == 40 })
+
+	// Lose a controller process and a scheduler: the others carry on.
+	ids := strings.Fields(compose(t, "ps", "-q", "controllers"))
+	if len(ids) != 3 {
+		t.Fatalf("%d controller containers, want 3", len(ids))
+	}
+	if out, err := exec.Command("docker", "kill", ids[0]).CombinedOutput(); err != nil {
+		t.Fatalf("docker kill: %v %s", err, out)
+	}
+	compose(t, "kill", "scheduler1")
+	apply(t, c, fmt.Sprintf(web, 25))
+	waitFor(t, "25 running pods", 3*time.Minute, func() bool {
+		m := runningPods(t, c)
+		return total(m) == 25
+	})
+	// Lose a node agent: its pods move elsewhere.
+	compose(t, "kill", "node1")
+	waitFor(t, "25 running pods, none on node1", 3*time.Minute, func() bool {
+		m := runningPods(t, c)
+		return total(m) == 25 && m["node1"] == 0
+	})
+	compose(t, "start", "nats2")
+}
