@@ -66,12 +66,12 @@ func (s *Service) decide(key string, p *kinds.Pod) (string, map[string]int, int)
 	s.mu.Unlock()
 	for i := range nodes {
 		n := nodes[(start+i)%len(nodes)]
-		if why := filter(c, n, nodes); why != "" {
+		if why := filter(c, n, nodes, s.cache); why != "" {
 			reasons[why]++
 			continue
 		}
 		feasible++
-		if sc := score(c, n); sc > bestScore {
+		if sc := score(c, n, nodes); sc > bestScore {
 			best, bestScore = n.name, sc
 		}
 		if feasible >= s.cfg.MaxScored {

@@ -35,10 +35,14 @@ type cache struct {
 	assumed map[string]string // pod key -> node
 	order   []*nodeInfo       // registered nodes by name, rebuilt when nodes change
 	dirty   bool
+	// anti holds the counted pods that have required anti-affinity terms,
+	// by key, for the symmetric check: a new pod must not land where one of
+	// them forbids it.
+	anti map[string]*kinds.Pod
 }
 
 func newCache() *cache {
-	return &cache{nodes: map[string]*nodeInfo{}, podNode: map[string]string{}, assumed: map[string]string{}}
+	return &cache{nodes: map[string]*nodeInfo{}, podNode: map[string]string{}, assumed: map[string]string{}, anti: map[string]*kinds.Pod{}}
 }
 
 // podRequests sums what a pod asks for: its containers, or its largest
@@ -130,9 +134,13 @@ func (c *cache) count(key, node string, p *kinds.Pod) {
 	n.reqMem += mem
 	n.pods[key] = p
 	c.podNode[key] = node
+	if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.Required) > 0 {
+		c.anti[key] = p
+	}
 }
 
 func (c *cache) uncount(key string) {
+	delete(c.anti, key)
 	node, ok := c.podNode[key]
 	if !ok {
 		return

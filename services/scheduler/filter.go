@@ -74,7 +74,7 @@ func matchingPods(n *nodeInfo, ns string, sel object.Selector) int {
 }
 
 // filter returns "" when the node can take the pod, or the reason it cannot.
-func filter(c *candidate, n *nodeInfo, all []*nodeInfo) string {
+func filter(c *candidate, n *nodeInfo, all []*nodeInfo, cc *cache) string {
 	spec := c.pod.Spec
 	if !n.ready {
 		return "node(s) were not ready"
@@ -104,6 +104,9 @@ func filter(c *candidate, n *nodeInfo, all []*nodeInfo) string {
 	}
 	if !antiAffinityOK(c, n, all) {
 		return "node(s) didn't match pod anti-affinity rules"
+	}
+	if !existingAntiAffinityOK(c, n, cc) {
+		return "node(s) didn't satisfy existing pods anti-affinity rules"
 	}
 	for _, sc := range c.spread {
 		if sc.c.WhenUnsatisfiable != "DoNotSchedule" {
@@ -152,6 +155,77 @@ func antiAffinityOK(c *candidate, n *nodeInfo, all []*nodeInfo) bool {
 		}
 	}
 	return true
+}
+
+// existingAntiAffinityOK is the symmetric check: no pod already placed has
+// a required anti-affinity term that selects this pod in the node's domain.
+func existingAntiAffinityOK(c *candidate, n *nodeInfo, cc *cache) bool {
+	for key, p := range cc.anti {
+		if key == c.key {
+			continue
+		}
+		other := cc.nodes[cc.podNode[key]]
+		if other == nil {
+			continue
+		}
+		for _, term := range p.Spec.Affinity.PodAntiAffinity.Required {
+			dom, ok := n.labels[term.TopologyKey]
+			if !ok || other.labels[term.TopologyKey] != dom {
+				continue
+			}
+			nss := term.Namespaces
+			if len(nss) == 0 {
+				nss = []string{p.Metadata.Namespace}
+			}
+			sel, err := term.LabelSelector.Selector()
+			if err == nil && contains(nss, c.pod.Metadata.Namespace) && sel.Matches(c.pod.Metadata.Labels) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// preferredAntiAffinity sums the weights of preferred anti-affinity terms
+// that pods in the node's domain break.
+func preferredAntiAffinity(c *candidate, n *nodeInfo, all []*nodeInfo) int64 {
+	aa := c.pod.Spec.Affinity
+	if aa == nil || aa.PodAntiAffinity == nil {
+		return 0
+	}
+	var penalty int64
+	for _, w := range aa.PodAntiAffinity.Preferred {
+		term := w.PodAffinityTerm
+		sel, err := term.LabelSelector.Selector()
+		dom, ok := n.labels[term.TopologyKey]
+		if err != nil || !ok {
+			continue
+		}
+		nss := term.Namespaces
+		if len(nss) == 0 {
+			nss = []string{c.pod.Metadata.Namespace}
+		}
+		for _, other := range all {
+			if other.labels[term.TopologyKey] != dom {
+				continue
+			}
+			if matchingIn(other, nss, sel, c.key) > 0 {
+				penalty += int64(w.Weight)
+				break
+			}
+		}
+	}
+	return penalty
+}
+
+func matchingIn(n *nodeInfo, nss []string, sel object.Selector, self string) int {
+	k := 0
+	for key, p := range n.pods {
+		if key != self && contains(nss, p.Metadata.Namespace) && sel.Matches(p.Metadata.Labels) {
+			k++
+		}
+	}
+	return k
 }
 
 func contains(list []string, s string) bool {

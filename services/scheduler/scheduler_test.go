@@ -194,3 +194,70 @@ func TestTwoSchedulersNeverOvercommit(t *testing.T) {
 		t.Fatalf("over-committed: %v millicores requested", used)
 	}
 }
+
+func TestAntiAffinityBothWaysAndPreferred(t *testing.T) {
+	e := testenv.New(t)
+	e.Scheduler("s1")
+	cap := kinds.ResourceList{"cpu": "8", "memory": "8Gi", "pods": "20"}
+	e.Node("x", cap, nil)
+	e.Node("y", cap, nil)
+	// A loner on x forbids app=noisy next to it.
+	e.Apply(`apiVersion: v1
+kind: Pod
+metadata: {name: loner, labels: {app: loner}}
+spec:
+  nodeSelector: {kubernetes.io/hostname: x}
+  affinity:
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - {labelSelector: {matchLabels: {app: noisy}}, topologyKey: kubernetes.io/hostname}
+  containers: [{name: c, command: [x]}]
+`)
+	e.Eventually("loner on x", 10*time.Second, func() bool {
+		p, _ := kinds.DecodePod(e.Get("pods", "loner"))
+		return p.Spec.NodeName == "x"
+	})
+	for i := range 3 {
+		e.Apply(fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: noisy-%d, labels: {app: noisy}}\nspec: {containers: [{name: c, command: [x]}]}\n", i))
+	}
+	e.Eventually("noisy pods bound", 10*time.Second, func() bool {
+		ps := e.Pods("app=noisy")
+		for _, p := range ps {
+			if p.Spec.NodeName == "" {
+				return false
+			}
+		}
+		return len(ps) == 3
+	})
+	for _, p := range e.Pods("app=noisy") {
+		if p.Spec.NodeName != "y" {
+			t.Fatalf("%s landed on %s next to the loner", p.Metadata.Name, p.Spec.NodeName)
+		}
+	}
+	// Preferred anti-affinity outweighs spreading: x holds fewer pods, but
+	// the new pod prefers to stay away from the loner there.
+	for i := range 2 {
+		e.Apply(fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: pref-%d, labels: {app: pref}}
+spec:
+  nodeSelector: {kubernetes.io/hostname: "%s"}
+  containers: [{name: c, command: [x]}]
+`, i, []string{"x", "y"}[i]))
+	}
+	e.Apply(`apiVersion: v1
+kind: Pod
+metadata: {name: pref-new, labels: {app: other}}
+spec:
+  affinity:
+    podAntiAffinity:
+      preferredDuringSchedulingIgnoredDuringExecution:
+      - weight: 100
+        podAffinityTerm: {labelSelector: {matchLabels: {app: loner}}, topologyKey: kubernetes.io/hostname}
+  containers: [{name: c, command: [x]}]
+`)
+	e.Eventually("pref-new bound away from the loner", 10*time.Second, func() bool {
+		p, _ := kinds.DecodePod(e.Get("pods", "pref-new"))
+		return p.Spec.NodeName == "y"
+	})
+}

@@ -11,8 +11,8 @@ const (
 
 // score ranks a feasible node (higher is better): least allocated, balanced
 // cpu and memory, spread of the pod's siblings, preferred node affinity
-// and soft topology spread.
-func score(c *candidate, n *nodeInfo) int64 {
+// soft topology spread, less preferred anti-affinity broken.
+func score(c *candidate, n *nodeInfo, all []*nodeInfo) int64 {
 	cpu, mem := c.cpu, c.mem
 	if cpu == 0 {
 		cpu = defaultCPU
@@ -53,6 +53,7 @@ func score(c *candidate, n *nodeInfo) int64 {
 			}
 		}
 	}
+	s -= preferredAntiAffinity(c, n, all)
 	for _, sc := range c.spread {
 		if sc.c.WhenUnsatisfiable == "ScheduleAnyway" {
 			if dom, ok := n.labels[sc.c.TopologyKey]; ok {
