@@ -62,6 +62,14 @@ func (e *env) setPodStatus(p *object.Object, phase string, ready bool) {
 	}
 	now := time.Now().Add(-time.Hour)
 	st.Conditions = []object.Condition{{Type: kinds.PodReady, Status: rs, LastTransitionTime: now}}
+	if phase == kinds.PodFailed || phase == kinds.PodSucceeded {
+		code := int32(0)
+		if phase == kinds.PodFailed {
+			code = 1
+		}
+		st.ContainerStatuses = []kinds.ContainerStatus{{Name: "c", State: kinds.ContainerState{
+			Terminated: &kinds.StateTerminated{ExitCode: code, FinishedAt: time.Now().UTC()}}}}
+	}
 	b, _ := json.Marshal(map[string]any{"status": st})
 	if err := e.c.Do(e.ctx, http.MethodPatch, e.res("pods").Path("default", p.Metadata.Name)+"/status", b, "application/merge-patch+json", nil); err != nil && !strings.Contains(err.Error(), "not found") {
 		e.t.Fatalf("pod status: %v", err)

@@ -19,6 +19,32 @@ type jobs struct {
 	jobs, pods *reconcile.Informer
 	events     *reconcile.Recorder
 	now        func() time.Time
+	// backoff before replacing a failed pod: doubling from this per
+	// failure, capped at six minutes (default 10s).
+	backoff time.Duration
+}
+
+// retryWait is how long to wait before replacing a failed pod: backoff
+// doubling per failure, counted from the latest failure.
+func (c *jobs) retryWait(pods []*kinds.Pod, failed int32, now time.Time) time.Duration {
+	if failed == 0 {
+		return 0
+	}
+	var last time.Time
+	for _, p := range pods {
+		for _, cs := range p.Status.ContainerStatuses {
+			for _, t := range []*kinds.StateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
+				if t != nil && t.ExitCode != 0 && t.FinishedAt.After(last) {
+					last = t.FinishedAt
+				}
+			}
+		}
+	}
+	if last.IsZero() {
+		return 0
+	}
+	d := min(c.backoff<<min(failed-1, 16), 6*time.Minute)
+	return last.Add(d).Sub(now)
 }
 
 func (c *jobs) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -81,9 +107,16 @@ func (c *jobs) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.
 		active = nil
 	default:
 		want := min(kinds.Int32(spec.Parallelism, 1), completions-succeeded)
+		if wait := c.retryWait(pods, failed, now); wait > 0 && int32(len(active)) < want {
+			// Failed pods are replaced after a back-off, as in Kubernetes.
+			want, requeue = int32(len(active)), wait
+		}
 		active = c.adjust(ctx, o, spec, pods, active, want, &errs)
 		if spec.ActiveDeadlineSeconds != nil && st.StartTime != nil {
-			requeue = st.StartTime.Add(time.Duration(*spec.ActiveDeadlineSeconds) * time.Second).Sub(now)
+			dl := st.StartTime.Add(time.Duration(*spec.ActiveDeadlineSeconds) * time.Second).Sub(now)
+			if requeue == 0 || dl < requeue {
+				requeue = dl
+			}
 		}
 	}
 	st.Active, st.Ready = int32(len(active)), ready

@@ -10,6 +10,7 @@ import (
 	"github.com/homeostat/homeostat/client"
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/services/controllers"
 )
 
 const jobYAML = `apiVersion: batch/v1
@@ -86,7 +87,7 @@ func TestJobCompletesWithParallelism(t *testing.T) {
 
 func TestJobFailsPastBackoffLimit(t *testing.T) {
 	e := newEnv(t)
-	e.controllers()
+	e.controllers(func(c *controllers.Config) { c.JobBackoff = 300 * time.Millisecond })
 	e.apply(fmt.Sprintf(jobYAML, "doomed", 1, 1, 2))
 	stop := finishPods(e, "doomed", kinds.PodFailed)
 	defer stop()
@@ -204,4 +205,37 @@ func TestDeletingNamespaceDeletesItsContent(t *testing.T) {
 		_, err := e.c.Get(e.ctx, e.res("ns"), "", "scratch")
 		return client.IsNotFound(err) && pods() == 0
 	})
+}
+
+// A failed job pod is replaced after a back-off that doubles per failure.
+func TestJobBacksOffBetweenFailures(t *testing.T) {
+	e := newEnv(t)
+	const base = 400 * time.Millisecond
+	e.controllers(func(c *controllers.Config) { c.JobBackoff = base })
+	e.apply(fmt.Sprintf(jobYAML, "flaky", 1, 1, 2))
+	seen := map[string]time.Time{}   // pod name -> first seen
+	failed := map[string]time.Time{} // pod name -> failure written
+	deadline := time.Now().Add(20 * time.Second)
+	for len(failed) < 3 && time.Now().Before(deadline) {
+		for _, p := range e.list("pods", "job-name=flaky") {
+			name := p.Metadata.Name
+			if _, ok := seen[name]; !ok {
+				seen[name] = time.Now()
+			}
+			if _, ok := failed[name]; !ok {
+				e.setPodStatus(p, kinds.PodFailed, false)
+				failed[name] = time.Now()
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(failed) != 3 {
+		t.Fatalf("%d pods failed, want 3 (backoffLimit 2)", len(failed))
+	}
+	for i, want := range []time.Duration{base, 2 * base} {
+		prev, next := fmt.Sprintf("flaky-%d", i), fmt.Sprintf("flaky-%d", i+1)
+		if gap := seen[next].Sub(failed[prev]); gap < want-50*time.Millisecond {
+			t.Errorf("%s appeared %s after %s failed, want at least %s", next, gap, prev, want)
+		}
+	}
 }

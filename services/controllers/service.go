@@ -35,6 +35,9 @@ type Config struct {
 	// (default 5m).
 	NodeGrace  time.Duration
 	EvictAfter time.Duration
+	// JobBackoff is the first delay before a Job replaces a failed pod; it
+	// doubles per failure up to six minutes (default 10s).
+	JobBackoff time.Duration
 }
 
 // Service is the controllers of one process.
@@ -211,7 +214,10 @@ func (s *Service) setupJobs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	j := &jobs{jobs: s.mgr.Informer(jKind), pods: pods, events: ev, now: s.cfg.Now}
+	j := &jobs{jobs: s.mgr.Informer(jKind), pods: pods, events: ev, now: s.cfg.Now, backoff: s.cfg.JobBackoff}
+	if j.backoff == 0 {
+		j.backoff = 10 * time.Second
+	}
 	ctrl, err := s.mgr.Add(ctx, s.options("job", jKind, j))
 	if err != nil {
 		return err
