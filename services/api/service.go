@@ -123,10 +123,16 @@ func (s *Service) Run(ctx context.Context) error {
 	case err = <-loops:
 	}
 	cancel()
-	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	// Requests end with ctx (watches included); what can remain are
+	// connections a client dialed but never used, which Shutdown would wait
+	// on for seconds, so they are closed after a short grace.
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer scancel()
-	if serr := srv.Shutdown(sctx); serr != nil && err == nil {
-		err = serr
+	if serr := srv.Shutdown(sctx); serr != nil {
+		_ = srv.Close()
+		if !errors.Is(serr, context.DeadlineExceeded) && err == nil {
+			err = serr
+		}
 	}
 	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, context.Canceled) {
 		err = nil
