@@ -68,12 +68,14 @@ func metricsServer(addr string) func(context.Context) error {
 		case err := <-errc:
 			return err
 		}
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
-		err = srv.Shutdown(sctx)
-		if errors.Is(err, http.ErrServerClosed) {
-			err = nil
+		if err := srv.Shutdown(sctx); err != nil {
+			_ = srv.Close()
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
 		}
-		return err
+		return nil
 	}
 }
