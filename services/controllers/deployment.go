@@ -89,6 +89,8 @@ func (c *deployments) Reconcile(ctx context.Context, req reconcile.Request) (rec
 		if err := c.cleanup(ctx, s); err != nil {
 			return reconcile.Result{}, err
 		}
+	} else if err := c.scalePaused(ctx, s); err != nil {
+		return reconcile.Result{}, err
 	}
 	return c.writeStatus(ctx, s)
 }
@@ -312,6 +314,42 @@ func (c *deployments) rollingUpdate(ctx context.Context, s *deploymentState) err
 			return err
 		}
 		down -= cut
+	}
+	return nil
+}
+
+// scalePaused follows spec.replicas while paused: a paused Deployment does
+// not roll out, but it still scales. With one active ReplicaSet it takes the
+// whole count; paused in mid-rollout, the change is shared in proportion,
+// the remainder going to the newest.
+func (c *deployments) scalePaused(ctx context.Context, s *deploymentState) error {
+	var active []*rsView
+	var total int32
+	for _, r := range append(append([]*rsView(nil), s.old...), s.newRS) {
+		if r != nil && r.replicas() > 0 {
+			active = append(active, r)
+			total += r.replicas()
+		}
+	}
+	if len(active) == 0 {
+		if s.newRS != nil {
+			return c.scale(ctx, s.obj, s.newRS, s.replicas)
+		}
+		return nil
+	}
+	if total == s.replicas {
+		return nil
+	}
+	left := s.replicas
+	for i, r := range active {
+		n := r.replicas() * s.replicas / total
+		if i == len(active)-1 {
+			n = left
+		}
+		left -= n
+		if err := c.scale(ctx, s.obj, r, n); err != nil {
+			return err
+		}
 	}
 	return nil
 }

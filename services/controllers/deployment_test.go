@@ -151,6 +151,13 @@ func TestDeploymentPauseResumeAndHistoryLimit(t *testing.T) {
 	if n := len(replicaSets(e, "p")); n != 1 {
 		t.Fatalf("a paused deployment rolled out: %d ReplicaSets", n)
 	}
+	// Paused, it still scales.
+	e.patch("deployments", "p", `{"spec":{"replicas":3}}`)
+	eventually(t, "3 pods while paused", 10*time.Second, func() bool { return len(activePods(e.list("pods", "app=p"))) == 3 })
+	if n := len(replicaSets(e, "p")); n != 1 {
+		t.Fatalf("scaling a paused deployment rolled it out: %d ReplicaSets", n)
+	}
+	e.patch("deployments", "p", `{"spec":{"replicas":2}}`)
 	e.patch("deployments", "p", `{"spec":{"paused":false}}`)
 	eventually(t, "rollout after resume", 15*time.Second, func() bool { return rolledOut(e, "p", 2)() && len(replicaSets(e, "p")) == 2 })
 	for _, v := range []string{"3", "4", "5"} {
