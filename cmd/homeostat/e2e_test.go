@@ -222,6 +222,9 @@ func TestBinaryUpApplyGetDelete(t *testing.T) {
 	if !regexp.MustCompile(`^NAME\s+READY\s+UP-TO-DATE\s+AVAILABLE\s+AGE\nweb\s+0/2\s+0\s+0\s+\d+s\n$`).MatchString(out) {
 		t.Fatalf("get table:\n%s", out)
 	}
+	if out := s.must("", "get", "ns,deploy", "-n", "shop"); !strings.Contains(out, "shop ") || !strings.Contains(out, "\nweb ") {
+		t.Fatalf("get ns,deploy:\n%s", out)
+	}
 	// The process serves its metrics: queues, reconciles, informers.
 	waitFor(t, "controller metrics", 15*time.Second, func() bool {
 		resp, err := http.Get(s.url + "/metrics")

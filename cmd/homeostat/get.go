@@ -67,6 +67,21 @@ func runGet(ctx context.Context, g *globals, o *getOptions, args []string, out i
 	}
 	c := g.client()
 	kind, names := splitKindName(args)
+	if kinds := strings.Split(kind, ","); len(kinds) > 1 {
+		// kubectl's "get deploy,rs,pods": one table after another.
+		if len(names) > 0 || o.watch {
+			return fmt.Errorf("name one kind to get objects by name or to watch")
+		}
+		for i, k := range kinds {
+			if i > 0 && (o.output == "" || o.output == "wide") {
+				fmt.Fprintln(out)
+			}
+			if err := runGet(ctx, g, o, []string{k}, out); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	res, err := resolveKind(ctx, c, kind)
 	if err != nil {
 		return err
