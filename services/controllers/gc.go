@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -33,11 +35,26 @@ const (
 type garbageCollector struct {
 	bus  *bus.Conn
 	reg  *schemas.Registry
-	infs map[string]*reconcile.Informer // by bucket
 	ctrl *reconcile.Controller
-	log  interface{ Warn(string, ...any) }
+	log  *slog.Logger
 
 	regMu sync.Mutex
+
+	mu     sync.RWMutex
+	infs   map[string]*reconcile.Informer // by bucket; custom kinds come and go
+	custom map[string]string              // ResourceDefinition name -> bucket
+}
+
+func (g *garbageCollector) informer(bucket string) *reconcile.Informer {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.infs[bucket]
+}
+
+func (g *garbageCollector) informers() map[string]*reconcile.Informer {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return maps.Clone(g.infs)
 }
 
 func ownerUIDIndex(o *object.Object) []string {
@@ -85,7 +102,7 @@ type dependent struct {
 
 func (g *garbageCollector) dependents(uid string) []dependent {
 	var out []dependent
-	for b, inf := range g.infs {
+	for b, inf := range g.informers() {
 		for _, o := range inf.ByIndex(byOwnerUID, uid) {
 			out = append(out, dependent{b, o})
 		}
@@ -137,7 +154,7 @@ func (g *garbageCollector) ownerNamespace(dep *object.Object, r object.OwnerRefe
 func (g *garbageCollector) ownerMissingFromCache(o *object.Object) bool {
 	for _, r := range o.Metadata.OwnerReferences {
 		b, ok := g.bucketOf(r)
-		inf := g.infs[b]
+		inf := g.informer(b)
 		if !ok || inf == nil {
 			return true
 		}
@@ -156,7 +173,7 @@ func (g *garbageCollector) ownerMissingFromCache(o *object.Object) bool {
 // caches are synced, and then every period.
 func (g *garbageCollector) sweep(ctx context.Context, every time.Duration) {
 	for {
-		for b, inf := range g.infs {
+		for b, inf := range g.informers() {
 			for _, o := range inf.List() {
 				if (len(o.Metadata.OwnerReferences) > 0 && g.ownerMissingFromCache(o)) ||
 					(o.Metadata.Deleting() && (o.Metadata.HasFinalizer(FinalizerOrphan) || o.Metadata.HasFinalizer(FinalizerForeground))) {
@@ -176,7 +193,7 @@ func (g *garbageCollector) sweep(ctx context.Context, every time.Duration) {
 
 func (g *garbageCollector) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	bucket, key, ok := strings.Cut(req.Key, ".")
-	inf := g.infs[bucket]
+	inf := g.informer(bucket)
 	if !ok || inf == nil {
 		return reconcile.Result{}, nil
 	}
@@ -214,7 +231,7 @@ func (g *garbageCollector) ownerExists(ctx context.Context, dep *object.Object, 
 		return true, nil // a kind this process cannot see: leave it be
 	}
 	key := object.Key(g.ownerNamespace(dep, r), r.Name)
-	if inf := g.infs[res.Bucket()]; inf != nil {
+	if inf := g.informer(res.Bucket()); inf != nil {
 		if owner, ok := inf.Get(key); ok && owner.Metadata.UID == r.UID {
 			return true, nil
 		}
@@ -240,7 +257,11 @@ func (g *garbageCollector) finalize(ctx context.Context, inf *reconcile.Informer
 	switch {
 	case o.Metadata.HasFinalizer(FinalizerOrphan):
 		for _, d := range deps {
-			if err := setOwner(ctx, g.infs[d.bucket].Store(), d.obj, nil, o.Metadata.UID); err != nil {
+			inf := g.informer(d.bucket)
+			if inf == nil {
+				continue
+			}
+			if err := setOwner(ctx, inf.Store(), d.obj, nil, o.Metadata.UID); err != nil {
 				return reconcile.Result{}, fmt.Errorf("orphaning %s: %w", d.obj.Key(), err)
 			}
 		}
@@ -250,7 +271,11 @@ func (g *garbageCollector) finalize(ctx context.Context, inf *reconcile.Informer
 			if d.obj.Metadata.Deleting() {
 				continue
 			}
-			st := g.infs[d.bucket].Store()
+			inf := g.informer(d.bucket)
+			if inf == nil {
+				continue
+			}
+			st := inf.Store()
 			if err := g.deleteForeground(ctx, st, d.obj); err != nil {
 				return reconcile.Result{}, err
 			}

@@ -239,3 +239,46 @@ func TestJobBacksOffBetweenFailures(t *testing.T) {
 		}
 	}
 }
+
+// The collector follows custom kinds: a Widget owned by a ReplicaSet goes
+// with it, and a pod owned by a Widget goes with the Widget.
+func TestGarbageCollectionOfCustomKinds(t *testing.T) {
+	e := newEnv(t)
+	e.controllers()
+	e.apply(`apiVersion: homeostat.io/v1
+kind: ResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  version: v1
+  kind: Widget
+  plural: widgets
+  schema: {type: object}
+`)
+	e.apply(fmt.Sprintf(rsYAML, "owner", 0))
+	rs := e.get("rs", "owner")
+	e.c.Refresh()
+	e.apply(fmt.Sprintf(`apiVersion: example.com/v1
+kind: Widget
+metadata:
+  name: w
+  ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: owner, uid: %s}]
+spec: {}
+`, rs.Metadata.UID))
+	w := e.get("widgets", "w")
+	e.apply(fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: of-widget
+  ownerReferences: [{apiVersion: example.com/v1, kind: Widget, name: w, uid: %s}]
+spec: {containers: [{name: c, command: [x]}]}
+`, w.Metadata.UID))
+	if _, err := e.c.Delete(e.ctx, e.res("rs"), "default", "owner", client.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the widget and its pod collected", 15*time.Second, func() bool {
+		_, errW := e.c.Get(e.ctx, e.res("widgets"), "default", "w")
+		_, errP := e.c.Get(e.ctx, e.res("pods"), "default", "of-widget")
+		return client.IsNotFound(errW) && client.IsNotFound(errP)
+	})
+}

@@ -185,7 +185,15 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		select {
+		case <-s.mgr.Ready():
+			s.gc.followCustomKinds(ctx)
+		case <-ctx.Done():
+		}
+	}()
 	go func() {
 		defer wg.Done()
 		select {
@@ -257,7 +265,7 @@ func nodeChanged(old, new *object.Object) bool {
 }
 
 func (s *Service) setupGC(ctx context.Context) error {
-	g := &garbageCollector{bus: s.cfg.Bus, reg: s.reg, infs: map[string]*reconcile.Informer{}, log: s.log}
+	g := &garbageCollector{bus: s.cfg.Bus, reg: s.reg, infs: map[string]*reconcile.Informer{}, custom: map[string]string{}, log: s.log}
 	for _, gr := range [][2]string{{"", "pods"}, {"apps", "replicasets"}, {"apps", "deployments"}, {"apps", "daemonsets"}, {"batch", "jobs"}} {
 		inf := s.mgr.Informer(s.kind(gr[0], gr[1]))
 		inf.AddIndex(byOwnerUID, ownerUIDIndex)

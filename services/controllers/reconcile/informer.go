@@ -56,6 +56,15 @@ type Informer struct {
 	revMoved chan struct{} // closed and replaced whenever rev moves
 }
 
+// NewInformer makes an informer outside a Manager, for a kind learned at
+// run time (a custom kind); its owner runs it with Run.
+func NewInformer(kind Kind, store *bus.Store, log *slog.Logger) *Informer {
+	return newInformer(kind, store, log)
+}
+
+// Run keeps the cache of an informer made with NewInformer until ctx ends.
+func (i *Informer) Run(ctx context.Context) { i.run(ctx) }
+
 func newInformer(kind Kind, store *bus.Store, log *slog.Logger) *Informer {
 	return &Informer{
 		kind: kind, store: store, log: log,
