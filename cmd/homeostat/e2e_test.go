@@ -287,3 +287,12 @@ func startBackground(t *testing.T, s *server, args ...string) func() string {
 	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
 	return out.String
 }
+
+// TestMain removes the binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		_ = os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
