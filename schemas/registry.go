@@ -56,14 +56,6 @@ func (r *Resource) APIVersion() string {
 	return r.Group + "/" + r.Version
 }
 
-// Bucket names the key-value bucket that holds the kind.
-func (r *Resource) Bucket() string {
-	if !r.Custom {
-		return "hs_" + r.Plural
-	}
-	return "hs_" + r.Plural + "_" + strings.NewReplacer(".", "_").Replace(r.Group)
-}
-
 // GroupResource is plural.group, the name Kubernetes gives a resource.
 func (r *Resource) GroupResource() string {
 	if r.Group == "" {
@@ -146,10 +138,12 @@ func New() (*Registry, error) {
 }
 
 // newCompiler returns a compiler that knows the given documents and loads
-// nothing from outside.
+// nothing from outside. It asserts format int32 and int64 (see intformat.go).
 func newCompiler(docs map[string]any) *jsonschema.Compiler {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
+	c.RegisterVocabulary(intFormatVocab())
+	c.AssertVocabs()
 	for url, doc := range docs {
 		if err := c.AddResource(url, doc); err != nil {
 			panic("schemas: document " + url + ": " + err.Error())
