@@ -18,11 +18,12 @@ import (
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/manifest"
 	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/reconcile"
 	"github.com/homeostat/homeostat/services/api"
 	"github.com/homeostat/homeostat/services/controllers"
-	"github.com/homeostat/homeostat/services/controllers/reconcile"
 	"github.com/homeostat/homeostat/services/nodeagent"
 	"github.com/homeostat/homeostat/services/scheduler"
+	"github.com/homeostat/homeostat/testenv/poll"
 )
 
 // Env is a running API over an embedded NATS server.
@@ -139,13 +140,7 @@ func (e *Env) Node(name string, capacity kinds.ResourceList, labels map[string]s
 // Eventually polls cond until it holds or the time is up.
 func (e *Env) Eventually(what string, within time.Duration, cond func() bool) {
 	e.T.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			e.T.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(e.T, what, within, cond)
 }
 
 // Res resolves a resource name.

@@ -14,7 +14,9 @@ import (
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/bus/bustest"
-	"github.com/homeostat/homeostat/services/controllers/reconcile"
+	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/reconcile"
+	"github.com/homeostat/homeostat/testenv/poll"
 	"github.com/homeostat/homeostat/tracing"
 )
 
@@ -36,10 +38,10 @@ func TestDeadWorkerKeyIsRedelivered(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-blocked
-	connA.NC.Close() // the process dies: no ack, no sign of life
+	connA.Abandon() // the process dies: no ack, no sign of life
 	recB := &recorder{}
 	start(t, bustest.Client(t, srv), reconcile.Options{Reconciler: recB, AckWait: time.Second, Resync: -1})
-	eventually(t, "redelivery to the live runtime", 15*time.Second, func() bool { return recB.count("default.orphaned") >= 1 })
+	poll.Until(t, "redelivery to the live runtime", 15*time.Second, func() bool { return recB.count("default.orphaned") >= 1 })
 	a.stop()
 }
 
@@ -102,15 +104,16 @@ func TestShutdownDrainsInFlight(t *testing.T) {
 	if !finished.Load() {
 		t.Fatal("shutdown returned before the reconcile in flight finished")
 	}
-	q, err := srv.Queue(context.Background(), bus.QueueSpec{Name: "widgets", Sources: []string{widgets.Bucket}})
+	q, err := srv.Queue(context.Background(), bus.QueueSpec{Name: "widgets"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Acks are asynchronous; an unacked key would stay in flight for AckWait (30s).
-	eventually(t, "the key acked", 5*time.Second, func() bool {
-		pending, inFlight, err := q.Depth(context.Background())
-		return err == nil && pending == 0 && inFlight == 0
-	})
+	// The ack was confirmed before the handler returned: nothing may be
+	// left in flight (it would stay so for AckWait, 30s).
+	pending, inFlight, err := q.Depth(context.Background())
+	if err != nil || pending != 0 || inFlight != 0 {
+		t.Fatalf("after shutdown: %d pending, %d in flight (err %v), want none", pending, inFlight, err)
+	}
 }
 
 // Three runtimes over one queue split the keys with no coordination.
@@ -132,7 +135,7 @@ func TestRuntimesSplitKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "every key reconciled", 15*time.Second, func() bool {
+	poll.Until(t, "every key reconciled", 15*time.Second, func() bool {
 		for i := range n {
 			k := fmt.Sprintf("default.k%d", i)
 			if recs[0].count(k)+recs[1].count(k)+recs[2].count(k) == 0 {
@@ -153,23 +156,26 @@ func TestRuntimesSplitKeys(t *testing.T) {
 func TestResyncRepairs(t *testing.T) {
 	srv := bustest.Conn(t)
 	s := store(t, srv)
-	mirror, err := srv.EnsureBucket(context.Background(), bus.BucketSpec{Name: "hs_mirror"})
+	mirror, err := srv.Store(context.Background(), bus.StoreSpec{Resource: "mirrors.test", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := &recorder{fn: func(ctx context.Context, req reconcile.Request, _ int) (reconcile.Result, error) {
-		_, err := mirror.Put(ctx, req.Key, []byte("present"))
+		_, err := mirror.Create(ctx, &object.Object{Kind: "Mirror", Metadata: object.Meta{Name: req.Name, Namespace: req.Namespace}})
+		if errors.Is(err, bus.ErrAlreadyExists) {
+			err = nil
+		}
 		return reconcile.Result{}, err
 	}}
 	start(t, bustest.Client(t, srv), reconcile.Options{Reconciler: rec, Resync: 300 * time.Millisecond})
 	if _, err := s.Create(context.Background(), widget("m")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the mirror", 5*time.Second, func() bool { _, err := mirror.Get(context.Background(), "default.m"); return err == nil })
-	if err := mirror.Delete(context.Background(), "default.m"); err != nil {
+	poll.Until(t, "the mirror", 5*time.Second, func() bool { _, err := mirror.Get(context.Background(), "default.m"); return err == nil })
+	if _, _, err := mirror.Delete(context.Background(), "default.m", bus.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "resync to restore the mirror", 10*time.Second, func() bool {
+	poll.Until(t, "resync to restore the mirror", 10*time.Second, func() bool {
 		_, err := mirror.Get(context.Background(), "default.m")
 		return err == nil
 	})
@@ -193,7 +199,7 @@ func TestReconcileContinuesTheWritersTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	span.End()
-	eventually(t, "a reconcile span", 5*time.Second, func() bool {
+	poll.Until(t, "a reconcile span", 5*time.Second, func() bool {
 		for _, sp := range exp.GetSpans() {
 			if sp.Name == "reconcile widgets" {
 				return true

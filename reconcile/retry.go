@@ -3,14 +3,14 @@ package reconcile
 import (
 	"context"
 	"encoding/json"
-	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/clock"
 )
 
 // Backoff shapes the delay before a failed key is retried: Initial,
@@ -62,58 +62,49 @@ type RetryRecord struct {
 	Revision    uint64     `json:"revision,omitempty"`
 }
 
-// RetryBucket holds retry records, keyed <bucket>.<object key>.<controller>.
-const RetryBucket = bus.RetryBucket
-
-// RetryKey is the record key of an object in a controller.
-func RetryKey(bucket, key, controller string) string { return bus.RetryKey(bucket, key, controller) }
-
 // retries writes records and remembers which exist (from a watch of the
-// bucket), so that a success clears a record only where one exists.
+// records), so that a success clears a record only where one exists.
 type retries struct {
-	kv jetstream.KeyValue
+	recs *bus.RetryRecords
+	log  *slog.Logger
 
 	mu    sync.RWMutex
 	known map[string]bool
 }
 
-func newRetries(ctx context.Context, conn *bus.Conn) (*retries, error) {
-	kv, err := conn.EnsureBucket(ctx, bus.BucketSpec{Name: RetryBucket, TTL: 24 * time.Hour, Description: "homeostat retry state"})
+func newRetries(ctx context.Context, conn *bus.Conn, log *slog.Logger) (*retries, error) {
+	recs, err := conn.RetryRecords(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &retries{kv: kv, known: map[string]bool{}}, nil
+	return &retries{recs: recs, log: log, known: map[string]bool{}}, nil
 }
 
 func (r *retries) run(ctx context.Context) {
 	for ctx.Err() == nil {
-		w, err := r.kv.WatchAll(ctx, jetstream.MetaOnly())
-		if err != nil {
-			sleep(ctx, time.Second)
-			continue
-		}
-		for e := range w.Updates() {
-			if e == nil {
-				continue
-			}
+		err := r.recs.Watch(ctx, func(key string, exists bool) {
 			r.mu.Lock()
-			r.known[e.Key()] = e.Operation() == jetstream.KeyValuePut
-			if !r.known[e.Key()] {
-				delete(r.known, e.Key())
+			defer r.mu.Unlock()
+			if exists {
+				r.known[key] = true
+			} else {
+				delete(r.known, key)
 			}
-			r.mu.Unlock()
+		})
+		if err != nil && ctx.Err() == nil {
+			r.log.Warn("watching retry records; retrying", "err", err)
+			clock.Sleep(ctx, time.Second)
 		}
-		_ = w.Stop()
 	}
 }
 
-func (r *retries) record(ctx context.Context, rec RetryRecord, bucket string) error {
+func (r *retries) record(ctx context.Context, rec RetryRecord, resource string) error {
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
-	k := RetryKey(bucket, rec.Key, rec.Controller)
-	if _, err := r.kv.Put(ctx, k, b); err != nil {
+	k := bus.RetryKey(resource, rec.Key, rec.Controller)
+	if err := r.recs.Put(ctx, k, b); err != nil {
 		return err
 	}
 	r.mu.Lock()
@@ -122,16 +113,15 @@ func (r *retries) record(ctx context.Context, rec RetryRecord, bucket string) er
 	return nil
 }
 
-func (r *retries) clear(ctx context.Context, bucket, key, controller string) error {
-	k := RetryKey(bucket, key, controller)
+func (r *retries) clear(ctx context.Context, resource, key, controller string) error {
+	k := bus.RetryKey(resource, key, controller)
 	r.mu.RLock()
 	known := r.known[k]
 	r.mu.RUnlock()
 	if !known {
 		return nil
 	}
-	err := r.kv.Delete(ctx, k)
-	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+	if err := r.recs.Delete(ctx, k); err != nil {
 		return err
 	}
 	r.mu.Lock()

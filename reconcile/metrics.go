@@ -1,16 +1,10 @@
 package reconcile
 
-import (
-	"sync"
+import "github.com/prometheus/client_golang/prometheus"
 
-	"github.com/prometheus/client_golang/prometheus"
-)
-
-// The runtime's metrics, registered once per process on the default
-// registry and labelled by controller (or kind, for informers).
+// The runtime's metrics, registered on the default registry and labelled
+// by controller (or kind, for informers).
 var (
-	metricsOnce sync.Once
-
 	queueDepth = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "homeostat_workqueue_depth", Help: "Keys waiting in a controller's work queue.",
 	}, []string{"controller"})
@@ -30,19 +24,25 @@ var (
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "homeostat_reconcile_errors_total", Help: "Reconciles that returned an error.",
 	}, []string{"controller"})
+	cacheBehind = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "homeostat_reconcile_cache_behind_total",
+		Help: "Deliveries handed back because a cache had not reached the revision that triggered them.",
+	}, []string{"controller"})
 	informerSynced = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "homeostat_informer_synced", Help: "1 once an informer has loaded its initial list.",
 	}, []string{"kind"})
 	informerObjects = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "homeostat_informer_objects", Help: "Objects in an informer's cache.",
 	}, []string{"kind"})
+	corruptObjects = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "homeostat_corrupt_objects",
+		Help: "1 for each stored key whose value is not a valid object; informers and controllers leave it out until it is fixed or deleted.",
+	}, []string{"resource", "key"})
 )
 
-func registerMetrics() {
-	metricsOnce.Do(func() {
-		prometheus.MustRegister(queueDepth, queueInFlight, queueAdds, queueRetries,
-			reconcileDuration, reconcileErrors, informerSynced, informerObjects)
-	})
+func init() {
+	prometheus.MustRegister(queueDepth, queueInFlight, queueAdds, queueRetries,
+		reconcileDuration, reconcileErrors, cacheBehind, informerSynced, informerObjects, corruptObjects)
 }
 
 func setSynced(kind string, ok bool) {

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/clock"
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/schemas"
@@ -38,20 +39,48 @@ type pendingEvent struct {
 }
 
 // EventKind describes where Events live.
-var EventKind = Kind{Kind: "Event", APIVersion: "v1", Bucket: "hs_events", Namespaced: true, TTL: schemas.EventTTL}
+var EventKind = Kind{Kind: "Event", APIVersion: "v1", Resource: "events", Namespaced: true, TTL: schemas.EventTTL}
+
+// NewRecorder returns a recorder that signs events with component, for a
+// service outside a Manager; its owner runs it with Run.
+func NewRecorder(ctx context.Context, conn *bus.Conn, component string, log interface{ Warn(string, ...any) }) (*Recorder, error) {
+	st, err := conn.Store(ctx, EventKind.StoreSpec())
+	if err != nil {
+		return nil, err
+	}
+	return &Recorder{store: st, component: component, log: log, pending: map[string]*pendingEvent{}}, nil
+}
+
+// Run flushes recorded events once a second until ctx ends, then once more.
+func (r *Recorder) Run(ctx context.Context) {
+	for clock.Sleep(ctx, time.Second) {
+		r.flush(ctx)
+	}
+	r.flush(context.WithoutCancel(ctx))
+}
 
 // Recorder returns a recorder that signs events with component; it
 // flushes while the manager runs.
 func (m *Manager) Recorder(ctx context.Context, component string) (*Recorder, error) {
-	st, err := m.store(ctx, EventKind)
+	r, err := NewRecorder(ctx, m.opts.Bus, component, m.log)
 	if err != nil {
 		return nil, err
 	}
-	r := &Recorder{store: st, component: component, log: m.log, pending: map[string]*pendingEvent{}}
 	m.mu.Lock()
 	m.recorders = append(m.recorders, r)
 	m.mu.Unlock()
 	return r, nil
+}
+
+// CorruptObject records a Warning on a key whose stored value is not a
+// valid object of kind k, naming the key and why, and marks the key in the
+// homeostat_corrupt_objects metric.
+func (r *Recorder) CorruptObject(ctx context.Context, k Kind, key string, err error) {
+	corruptObjects.WithLabelValues(k.Resource, key).Set(1)
+	ns, name := object.SplitKey(key, k.Namespaced)
+	stub := &object.Object{APIVersion: k.APIVersion, Kind: k.Kind, Metadata: object.Meta{Name: name, Namespace: ns}}
+	r.Event(ctx, stub, kinds.EventWarning, "CorruptObject",
+		"the stored value of %s %s cannot be read (%v); it is left out of lists and caches until it is replaced or deleted", k.Kind, key, err)
 }
 
 // Event records that something happened to o.
@@ -89,13 +118,6 @@ func (r *Recorder) Event(ctx context.Context, o *object.Object, typ, reason, for
 	if tid != "" {
 		p.spec.TraceID = tid
 	}
-}
-
-func (r *Recorder) run(ctx context.Context) {
-	for sleep(ctx, time.Second) {
-		r.flush(ctx)
-	}
-	r.flush(context.WithoutCancel(ctx))
 }
 
 func (r *Recorder) flush(ctx context.Context) {
@@ -153,3 +175,7 @@ func (r *Recorder) write(ctx context.Context, key string, p *pendingEvent) error
 	}
 	return bus.ErrConflict
 }
+
+// CorruptCleared takes a key off the homeostat_corrupt_objects metric: its
+// corrupt value was replaced or deleted.
+func CorruptCleared(resource, key string) { corruptObjects.DeleteLabelValues(resource, key) }

@@ -7,9 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/clock"
 	"github.com/homeostat/homeostat/object"
 )
 
@@ -21,8 +22,8 @@ type Change struct {
 	// decoder (see SetDecoder).
 	OldValue, NewValue any
 	Revision           uint64
-	// Header carries the trace context of the write.
-	Header nats.Header
+	// Trace is the trace context of the write.
+	Trace trace.SpanContext
 }
 
 // Object is the object after the change, or the last state for a delete.
@@ -54,6 +55,9 @@ type Informer struct {
 	indexes  map[string]map[string]map[string]struct{}
 	handlers []func(Change)
 	revMoved chan struct{} // closed and replaced whenever rev moves
+	// onCorrupt hears of keys whose stored value is not a valid object.
+	onCorrupt func(ctx context.Context, k Kind, key string, err error)
+	corrupt   map[string]bool
 }
 
 // NewInformer makes an informer outside a Manager, for a kind learned at
@@ -69,8 +73,17 @@ func newInformer(kind Kind, store *bus.Store, log *slog.Logger) *Informer {
 	return &Informer{
 		kind: kind, store: store, log: log,
 		items: map[string]*object.Object{}, values: map[string]any{}, indexers: map[string]IndexFunc{},
-		indexes: map[string]map[string]map[string]struct{}{}, revMoved: make(chan struct{}),
+		indexes: map[string]map[string]map[string]struct{}{}, revMoved: make(chan struct{}), corrupt: map[string]bool{},
 	}
+}
+
+// OnCorrupt registers what to do when a key holds a value that is not a
+// valid object (the informer leaves the key out of its cache either way);
+// call before the informer runs.
+func (i *Informer) OnCorrupt(fn func(ctx context.Context, k Kind, key string, err error)) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.onCorrupt = fn
 }
 
 // Kind is the informer's kind.
@@ -237,13 +250,13 @@ func (i *Informer) apply(ev bus.Event) (Change, bool) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	old := i.items[ev.Key]
-	ch := Change{Old: old, OldValue: i.values[ev.Key], Revision: ev.Revision, Header: ev.Header}
+	ch := Change{Old: old, OldValue: i.values[ev.Key], Revision: ev.Revision, Trace: ev.Trace}
 	for name, fn := range i.indexers {
 		if old != nil {
 			i.indexRemove(name, fn, ev.Key, old)
 		}
 	}
-	if ev.Type == bus.Deleted {
+	if ev.Type == bus.Deleted || ev.Type == bus.Corrupt {
 		delete(i.items, ev.Key)
 		delete(i.values, ev.Key)
 		if old == nil {
@@ -281,8 +294,9 @@ func (i *Informer) notify(ch Change) {
 	}
 }
 
-// run keeps the cache until ctx ends: it resumes after a broken watch, and
-// re-lists when resuming is impossible, reporting objects that vanished in
+// run keeps the cache until ctx ends. Its watch survives a lost delivery
+// by itself; when it cannot resume (the store compacted past it while it
+// was away) the informer lists again, reporting objects that vanished in
 // between as deletes.
 func (i *Informer) run(ctx context.Context) {
 	for ctx.Err() == nil {
@@ -294,14 +308,15 @@ func (i *Informer) run(ctx context.Context) {
 		}
 		err := i.watch(ctx, after)
 		if errors.Is(err, bus.ErrGone) {
+			i.log.Info("informer fell behind a compaction; listing again", "kind", i.kind.Kind)
 			i.mu.Lock()
 			i.synced = false
 			i.mu.Unlock()
-			err = i.watch(ctx, 0)
+			continue
 		}
 		if err != nil && ctx.Err() == nil {
 			i.log.Warn("informer watch failed; retrying", "kind", i.kind.Kind, "err", err)
-			sleep(ctx, time.Second)
+			clock.Sleep(ctx, time.Second)
 		}
 	}
 }
@@ -311,11 +326,16 @@ func (i *Informer) watch(ctx context.Context, after uint64) error {
 	if err != nil {
 		return err
 	}
+	if after > baseline {
+		after = 0 // the bucket was dropped and made again: list it afresh
+	}
 	ch, err := i.store.Watch(ctx, bus.WatchOptions{AfterRevision: after, Buffer: 4096})
 	if err != nil {
 		return err
 	}
-	relist := after == 0 && len(i.Keys()) > 0
+	i.mu.RLock()
+	relist := after == 0 && (len(i.items) > 0 || len(i.corrupt) > 0)
+	i.mu.RUnlock()
 	seen := map[string]bool{}
 	for ev := range ch {
 		switch ev.Type {
@@ -332,6 +352,10 @@ func (i *Informer) watch(ctx context.Context, after uint64) error {
 			i.mu.Unlock()
 			setSynced(i.kind.Kind, true)
 			continue
+		case bus.Corrupt:
+			i.corruptValue(ctx, ev)
+		default:
+			i.cleared(ev.Key)
 		}
 		if relist {
 			seen[ev.Key] = true
@@ -343,24 +367,53 @@ func (i *Informer) watch(ctx context.Context, after uint64) error {
 	return ctx.Err()
 }
 
-// dropUnseen removes what a re-list did not find: deleted while unwatched.
+// corruptValue reports a key whose value cannot be read, once per key until
+// it holds a valid object again or goes.
+func (i *Informer) corruptValue(ctx context.Context, ev bus.Event) {
+	i.mu.Lock()
+	known := i.corrupt[ev.Key]
+	i.corrupt[ev.Key] = true
+	fn := i.onCorrupt
+	i.mu.Unlock()
+	corruptObjects.WithLabelValues(i.kind.Resource, ev.Key).Set(1)
+	if known {
+		return
+	}
+	i.log.Warn("stored value is not a valid object; leaving it out", "kind", i.kind.Kind, "key", ev.Key, "err", ev.Err)
+	if fn != nil {
+		fn(ctx, i.kind, ev.Key, ev.Err)
+	}
+}
+
+func (i *Informer) cleared(key string) {
+	i.mu.Lock()
+	known := i.corrupt[key]
+	delete(i.corrupt, key)
+	i.mu.Unlock()
+	if known {
+		CorruptCleared(i.kind.Resource, key)
+	}
+}
+
+// dropUnseen removes what a re-list did not find: deleted while unwatched
+// (corrupt keys included).
 func (i *Informer) dropUnseen(seen map[string]bool, rev uint64) {
+	i.mu.RLock()
+	var gone []string
+	for k := range i.corrupt {
+		if !seen[k] {
+			gone = append(gone, k)
+		}
+	}
+	i.mu.RUnlock()
+	for _, k := range gone {
+		i.cleared(k)
+	}
 	for _, k := range i.Keys() {
 		if !seen[k] {
 			if ch, ok := i.apply(bus.Event{Type: bus.Deleted, Key: k, Revision: rev}); ok {
 				i.notify(ch)
 			}
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }

@@ -14,10 +14,11 @@ import (
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/bus/bustest"
 	"github.com/homeostat/homeostat/object"
-	"github.com/homeostat/homeostat/services/controllers/reconcile"
+	"github.com/homeostat/homeostat/reconcile"
+	"github.com/homeostat/homeostat/testenv/poll"
 )
 
-var widgets = reconcile.Kind{Kind: "Widget", APIVersion: "test/v1", Bucket: "hs_widgets", Namespaced: true}
+var widgets = reconcile.Kind{Kind: "Widget", APIVersion: "test/v1", Resource: "widgets.test", Namespaced: true}
 
 // recorder is a Reconciler that logs calls and answers with a scripted function.
 type recorder struct {
@@ -87,7 +88,7 @@ func start(t *testing.T, conn *bus.Conn, opts reconcile.Options) *runtime {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if opts.For.Bucket == "" {
+	if opts.For.Resource == "" {
 		opts.For = widgets
 	}
 	if opts.Name == "" {
@@ -121,7 +122,7 @@ func start(t *testing.T, conn *bus.Conn, opts reconcile.Options) *runtime {
 
 func store(t *testing.T, conn *bus.Conn) *bus.Store {
 	t.Helper()
-	s, err := conn.Store(context.Background(), bus.StoreSpec{Bucket: widgets.Bucket, Namespaced: true})
+	s, err := conn.Store(context.Background(), widgets.StoreSpec())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,17 +137,6 @@ func widget(name string) *object.Object {
 func rev(o *object.Object) uint64 {
 	n, _ := strconv.ParseUint(o.Metadata.ResourceVersion, 10, 64)
 	return n
-}
-
-func eventually(t *testing.T, what string, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func TestReconcilesEveryWriteWithFreshCache(t *testing.T) {
@@ -177,7 +167,7 @@ func TestReconcilesEveryWriteWithFreshCache(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "every widget reconciled", 10*time.Second, func() bool {
+	poll.Until(t, "every widget reconciled", 10*time.Second, func() bool {
 		for i := range 20 {
 			if rec.count(fmt.Sprintf("default.w%d", i)) == 0 {
 				return false
@@ -211,7 +201,7 @@ func TestFailingKeyBacksOffAndRecordsRetryState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "six attempts", 10*time.Second, func() bool { return rec.count("default.bad") >= 6 })
+	poll.Until(t, "six attempts", 10*time.Second, func() bool { return rec.count("default.bad") >= 6 })
 	times := rec.times("default.bad")
 	for i := 1; i < 6; i++ {
 		gap, want := times[i].Sub(times[i-1]), b.Delay(uint64(i))
@@ -227,15 +217,19 @@ func TestFailingKeyBacksOffAndRecordsRetryState(t *testing.T) {
 	if got.Metadata.ResourceVersion != created.Metadata.ResourceVersion {
 		t.Fatalf("retry state changed the object: revision %s -> %s", created.Metadata.ResourceVersion, got.Metadata.ResourceVersion)
 	}
-	kv, err := conn.JS.KeyValue(context.Background(), reconcile.RetryBucket)
+	recs, err := conn.RetryRecords(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	recKey := reconcile.RetryKey(widgets.Bucket, "default.bad", "widgets")
+	record := func() (json.RawMessage, bool) {
+		m, err := recs.ForObject(context.Background(), widgets.Resource, "default.bad")
+		raw, ok := m["widgets"]
+		return raw, err == nil && ok
+	}
 	var rr reconcile.RetryRecord
-	eventually(t, "a retry record", 5*time.Second, func() bool {
-		e, err := kv.Get(context.Background(), recKey)
-		return err == nil && json.Unmarshal(e.Value(), &rr) == nil && rr.Attempts >= 5
+	poll.Until(t, "a retry record", 5*time.Second, func() bool {
+		raw, ok := record()
+		return ok && json.Unmarshal(raw, &rr) == nil && rr.Attempts >= 5
 	})
 	if rr.LastError != "boom: the thing is broken" || rr.NextRetry == nil || !rr.NextRetry.After(rr.LastAttempt) || len(rr.TraceID) != 32 {
 		t.Fatalf("retry record: %+v", rr)
@@ -244,9 +238,9 @@ func TestFailingKeyBacksOffAndRecordsRetryState(t *testing.T) {
 	mu.Lock()
 	fail = false
 	mu.Unlock()
-	eventually(t, "the record to be cleared", 10*time.Second, func() bool {
-		_, err := kv.Get(context.Background(), recKey)
-		return err != nil
+	poll.Until(t, "the record to be cleared", 10*time.Second, func() bool {
+		_, ok := record()
+		return !ok
 	})
 }
 
@@ -261,12 +255,12 @@ func TestTerminalErrorIsNotRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "one attempt", 5*time.Second, func() bool { return rec.count("default.t") == 1 })
+	poll.Until(t, "one attempt", 5*time.Second, func() bool { return rec.count("default.t") == 1 })
 	// A later write of another key proves the queue moved on; t stays at one attempt.
 	if _, err := s.Create(context.Background(), widget("other")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the other key", 5*time.Second, func() bool { return rec.count("default.other") >= 1 })
+	poll.Until(t, "the other key", 5*time.Second, func() bool { return rec.count("default.other") >= 1 })
 	if n := rec.count("default.t"); n != 1 {
 		t.Fatalf("terminal error retried: %d attempts", n)
 	}
@@ -275,7 +269,7 @@ func TestTerminalErrorIsNotRetried(t *testing.T) {
 	if _, err := s.Update(context.Background(), o, bus.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a new attempt after the change", 5*time.Second, func() bool { return rec.count("default.t") == 2 })
+	poll.Until(t, "a new attempt after the change", 5*time.Second, func() bool { return rec.count("default.t") == 2 })
 }
 
 func TestRequeueAfter(t *testing.T) {
@@ -291,7 +285,7 @@ func TestRequeueAfter(t *testing.T) {
 	if _, err := s.Create(context.Background(), widget("r")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "three reconciles", 5*time.Second, func() bool { return rec.count("default.r") == 3 })
+	poll.Until(t, "three reconciles", 5*time.Second, func() bool { return rec.count("default.r") == 3 })
 	ts := rec.times("default.r")
 	if ts[2].Sub(ts[1]) < 50*time.Millisecond {
 		t.Fatalf("requeued sooner than asked: %s", ts[2].Sub(ts[1]))

@@ -1,6 +1,8 @@
-// Package reconcile is Homeostat's reconcile runtime: stateless workers that
-// pull object keys from durable JetStream work queues and call a
-// Reconciler to close the gap between spec and status.
+// Package reconcile is the runtime every Homeostat service builds on, above
+// the bus and below the services: informers (caches of a kind kept by one
+// watch each), durable work queues with stateless workers that call a
+// Reconciler to close the gap between spec and status, retry records, and
+// the Events recorder.
 //
 // The contract: a Reconciler is level-triggered and safe to repeat. It may
 // run for the same key in two processes at once (see the queue notes in
@@ -18,6 +20,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/schemas"
 )
@@ -66,23 +69,30 @@ func IsTerminal(err error) bool {
 	return errors.As(err, &t)
 }
 
-// Kind says which bucket holds a kind and how its keys are shaped.
+// Kind says which resource a kind is and how its keys are shaped.
 type Kind struct {
 	Kind       string
 	APIVersion string
-	Bucket     string
+	// Resource is plural.group ("replicasets.apps"), or plural for the
+	// core group.
+	Resource   string
 	Namespaced bool
 	TTL        time.Duration
 }
 
 // KindOf describes a served resource.
 func KindOf(res *schemas.Resource) Kind {
-	return Kind{Kind: res.Kind, APIVersion: res.APIVersion(), Bucket: res.Bucket(), Namespaced: res.Namespaced, TTL: res.TTL}
+	return Kind{Kind: res.Kind, APIVersion: res.APIVersion(), Resource: res.GroupResource(), Namespaced: res.Namespaced, TTL: res.TTL}
+}
+
+// StoreSpec is the bus's description of the kind's store.
+func (k Kind) StoreSpec() bus.StoreSpec {
+	return bus.StoreSpec{Resource: k.Resource, Kind: k.Kind, Namespaced: k.Namespaced, TTL: k.TTL}
 }
 
 // RequestFor builds the request for a key of kind k.
 func RequestFor(k Kind, key string) Request {
-	if k.Bucket == "" {
+	if k.Resource == "" {
 		return Request{Key: key}
 	}
 	ns, name := object.SplitKey(key, k.Namespaced)

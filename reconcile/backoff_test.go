@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homeostat/homeostat/services/controllers/reconcile"
+	"github.com/homeostat/homeostat/reconcile"
 )
 
 // The delay after each failure: doubling from Initial, capped at Max.

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -14,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/clock"
 	"github.com/homeostat/homeostat/tracing"
 )
 
@@ -22,9 +24,9 @@ type Options struct {
 	// Name identifies the controller: its queue, metrics and retry records.
 	Name string
 	// For is the kind whose keys the controller reconciles. Every write of
-	// it is enqueued server-side unless NoSource is set. A controller over
-	// several kinds sets NoSource, leaves For empty, and gets the raw key
-	// of whatever it enqueued.
+	// it that the kind's informer sees is enqueued unless NoSource is set. A
+	// controller over several kinds sets NoSource, leaves For empty, and
+	// gets the raw key of whatever it enqueued.
 	For      Kind
 	NoSource bool
 	// Reconciler does the work.
@@ -97,18 +99,28 @@ func (k *keyLocks) lock(key string) func() {
 // Name is the controller's name.
 func (c *Controller) Name() string { return c.opts.Name }
 
-// Enqueue schedules key for reconciliation; after bucket has reached rev
-// in this process's caches (bucket "" for none), in the trace of change.
-func (c *Controller) Enqueue(key string, change *Change, bucket string) {
+// Enqueue schedules key for reconciliation once resource has reached the
+// change's revision in this process's caches (resource "" for none), in
+// the trace of change.
+func (c *Controller) Enqueue(key string, change *Change, resource string) {
 	if change == nil {
-		c.enq.add(key, "", 0, nil)
+		c.enq.add(key, "", 0, trace.SpanContext{})
 		return
 	}
-	c.enq.add(key, bucket, change.Revision, change.Header)
+	c.enq.add(key, resource, change.Revision, change.Trace)
 }
 
 // EnqueueKey schedules key with no revision to wait for.
-func (c *Controller) EnqueueKey(key string) { c.enq.add(key, "", 0, nil) }
+func (c *Controller) EnqueueKey(key string) { c.enq.add(key, "", 0, trace.SpanContext{}) }
+
+// enqueueChanges makes every change of the controller's kind work for it,
+// the initial list included: at start every key is enqueued with its
+// current revision. Every process running the controller does so; the
+// queue stores each change once, and a key still waiting in it (backing
+// off, say) keeps its place.
+func (c *Controller) enqueueChanges(inf *Informer) {
+	inf.OnChange(func(ch Change) { c.Enqueue(ch.Object().Key(), &ch, inf.Kind().Resource) })
+}
 
 func (c *Controller) run(ctx context.Context, workCtx context.Context) error {
 	errs := make(chan error, 3)
@@ -122,27 +134,26 @@ func (c *Controller) run(ctx context.Context, workCtx context.Context) error {
 	return err
 }
 
-// resync enqueues every key every Resync period (±10%), the safety net for
-// anything missed. Not at start: the queue is durable, and re-enqueueing a
-// key would restart its backoff.
+// resync enqueues every key every Resync period (±10%), the safety net
+// for anything missed.
 func (c *Controller) resync(ctx context.Context) {
-	if c.opts.Resync < 0 || c.opts.For.Bucket == "" {
+	if c.opts.Resync < 0 || c.opts.For.Resource == "" {
 		return
 	}
 	inf := c.mgr.Informer(c.opts.For)
 	for {
 		jitter := time.Duration(float64(c.opts.Resync) * (0.9 + 0.2*rand.Float64()))
-		if !sleep(ctx, jitter) {
+		if !clock.Sleep(ctx, jitter) {
 			return
 		}
 		for _, k := range inf.Keys() {
-			c.enq.add(k, "", 0, nil)
+			c.EnqueueKey(k)
 		}
 	}
 }
 
 func (c *Controller) watchDepth(ctx context.Context) {
-	for sleep(ctx, 2*time.Second) {
+	for clock.Sleep(ctx, 2*time.Second) {
 		if p, f, err := c.queue.Depth(ctx); err == nil {
 			queueDepth.WithLabelValues(c.opts.Name).Set(float64(p))
 			queueInFlight.WithLabelValues(c.opts.Name).Set(float64(f))
@@ -154,16 +165,11 @@ func (c *Controller) watchDepth(ctx context.Context) {
 // while keeping the claim alive, then ack, requeue or back off.
 func (c *Controller) handle(ctx context.Context, d *bus.Delivery) {
 	defer c.keys.lock(d.Key)()
-	if d.Attempt == 1 && len(d.Header.Values(bus.HeaderMinRevision)) == 0 {
-		queueAdds.WithLabelValues(c.opts.Name).Inc()
-	}
-	for b, rev := range d.MinRevisions {
-		if inf := c.mgr.informerOf(b); inf != nil && !inf.WaitForRevision(ctx, rev, c.opts.CacheWait) {
-			c.log.Debug("cache did not reach the triggering revision in time", "controller", c.opts.Name, "bucket", b, "revision", rev)
-		}
+	if !c.cachesReady(ctx, d) {
+		return
 	}
 	req := RequestFor(c.opts.For, d.Key)
-	rev := d.MinRevisions[c.opts.For.Bucket]
+	rev := d.MinRevisions[c.opts.For.Resource]
 	sctx, span := tracing.Tracer().Start(d.Context(ctx), "reconcile "+c.opts.Name,
 		trace.WithAttributes(
 			attribute.String("controller", c.opts.Name), attribute.String("kind", c.opts.For.Kind),
@@ -184,13 +190,44 @@ func (c *Controller) handle(ctx context.Context, d *bus.Delivery) {
 	reconcileDuration.WithLabelValues(c.opts.Name, result).Observe(elapsed.Seconds())
 }
 
+// cacheRetries is how many deliveries of a key wait for caches behind its
+// triggering revisions before it is reconciled anyway (about a minute,
+// CacheWait each): a bucket made again restarts its revisions, and a key
+// queued before then would wait forever.
+const cacheRetries = 12
+
+// cachesReady waits for the caches to reach the revisions that triggered
+// the delivery. A reconcile from a cache that has not seen the change would
+// act on the old state and ack the key, and nothing would bring the change
+// back until the resync; so a key whose caches stay behind (an informer
+// resuming after a bus node died) is handed back to try again.
+func (c *Controller) cachesReady(ctx context.Context, d *bus.Delivery) bool {
+	for r, rev := range d.MinRevisions {
+		inf := c.mgr.informerOf(r)
+		if inf == nil || inf.WaitForRevision(ctx, rev, c.opts.CacheWait) {
+			continue
+		}
+		cacheBehind.WithLabelValues(c.opts.Name).Inc()
+		if d.Attempt >= cacheRetries {
+			c.log.Warn("cache still behind the triggering revision; reconciling anyway", "controller", c.opts.Name,
+				"key", d.Key, "resource", r, "revision", rev, "attempt", d.Attempt)
+			return true
+		}
+		c.log.Info("cache behind the triggering revision; trying the key again", "controller", c.opts.Name,
+			"key", d.Key, "resource", r, "revision", rev)
+		c.check(d.Retry(ctx, 0), d)
+		return false
+	}
+	return true
+}
+
 // keepAlive extends the claim while a long reconcile runs.
 func (c *Controller) keepAlive(ctx context.Context, d *bus.Delivery) func() {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for sleep(ctx, c.opts.AckWait/3) {
+		for clock.Sleep(ctx, c.opts.AckWait/3) {
 			_ = d.InProgress()
 		}
 	}()
@@ -208,18 +245,18 @@ func (c *Controller) call(ctx context.Context, req Request) (res Result, err err
 }
 
 func (c *Controller) settle(ctx context.Context, d *bus.Delivery, res Result, err error, traceID string, rev uint64) string {
-	bucket := c.opts.For.Bucket
-	if bucket == "" {
-		bucket = "-"
+	resource := c.opts.For.Resource
+	if resource == "" {
+		resource = "-"
 	}
 	switch {
 	case err == nil && res.RequeueAfter > 0:
-		c.clearRecord(ctx, bucket, d.Key)
-		c.check(d.Retry(res.RequeueAfter), d)
+		c.clearRecord(ctx, resource, d.Key)
+		c.check(d.Retry(ctx, res.RequeueAfter), d)
 		return "requeue"
 	case err == nil:
-		c.clearRecord(ctx, bucket, d.Key)
-		c.check(d.Ack(), d)
+		c.clearRecord(ctx, resource, d.Key)
+		c.check(d.Ack(ctx), d)
 		return "success"
 	}
 	reconcileErrors.WithLabelValues(c.opts.Name).Inc()
@@ -229,27 +266,36 @@ func (c *Controller) settle(ctx context.Context, d *bus.Delivery, res Result, er
 	if IsTerminal(err) {
 		rec.Terminal = true
 		result = "terminal"
-		c.check(d.Ack(), d)
+		c.check(d.Ack(ctx), d)
 		c.log.Warn("reconcile failed for good; waiting for the object to change", "controller", c.opts.Name, "key", d.Key, "err", err)
 	} else {
 		delay := c.opts.Backoff.Delay(d.Attempt)
+		if errors.Is(err, bus.ErrUnavailable) {
+			// Not this object's fault, and over soon: retry at a steady
+			// pace instead of a backoff that grows while the bus elects.
+			delay = min(delay, unavailableRetry)
+		}
 		next := rec.LastAttempt.Add(delay)
 		rec.NextRetry = &next
 		queueRetries.WithLabelValues(c.opts.Name).Inc()
-		c.check(d.Retry(delay), d)
+		c.check(d.Retry(ctx, delay), d)
 		c.log.Debug("reconcile failed; backing off", "controller", c.opts.Name, "key", d.Key, "attempt", d.Attempt, "delay", delay, "err", err)
 	}
-	if werr := c.mgr.retries.record(ctx, rec, bucket); werr != nil {
+	if werr := c.mgr.retries.record(ctx, rec, resource); werr != nil {
 		c.log.Warn("recording retry state", "controller", c.opts.Name, "key", d.Key, "err", werr)
 	}
 	return result
 }
 
-func (c *Controller) clearRecord(ctx context.Context, bucket, key string) {
-	if err := c.mgr.retries.clear(ctx, bucket, key, c.opts.Name); err != nil {
+func (c *Controller) clearRecord(ctx context.Context, resource, key string) {
+	if err := c.mgr.retries.clear(ctx, resource, key, c.opts.Name); err != nil {
 		c.log.Warn("clearing retry state", "controller", c.opts.Name, "key", key, "err", err)
 	}
 }
+
+// unavailableRetry caps the delay before retrying a reconcile that failed
+// because the bus was unavailable.
+const unavailableRetry = 500 * time.Millisecond
 
 // check logs a failed ack: the key will simply come back after AckWait.
 func (c *Controller) check(err error, d *bus.Delivery) {

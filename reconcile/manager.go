@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/clock"
 )
 
 // ManagerOptions configure a Manager.
@@ -26,6 +27,9 @@ type Manager struct {
 	opts    ManagerOptions
 	log     *slog.Logger
 	retries *retries
+
+	// warnings records the runtime's own Warning events.
+	warnings *Recorder
 
 	mu          sync.Mutex
 	informers   map[string]*Informer
@@ -47,12 +51,19 @@ func NewManager(ctx context.Context, opts ManagerOptions) (*Manager, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	registerMetrics()
-	r, err := newRetries(ctx, opts.Bus)
+	r, err := newRetries(ctx, opts.Bus, log)
 	if err != nil {
 		return nil, err
 	}
-	return &Manager{opts: opts, log: log, retries: r, informers: map[string]*Informer{}, ready: make(chan struct{})}, nil
+	m := &Manager{opts: opts, log: log, retries: r, informers: map[string]*Informer{}, ready: make(chan struct{})}
+	if m.warnings, err = m.Recorder(ctx, "homeostat-runtime"); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Manager) reportCorrupt(ctx context.Context, k Kind, key string, err error) {
+	m.warnings.CorruptObject(ctx, k, key, err)
 }
 
 // Ready is closed once every cache has listed and the controllers start.
@@ -68,23 +79,24 @@ func (m *Manager) Logger() *slog.Logger { return m.log }
 func (m *Manager) Informer(k Kind) *Informer {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if inf, ok := m.informers[k.Bucket]; ok {
+	if inf, ok := m.informers[k.Resource]; ok {
 		return inf
 	}
 	inf := newInformer(k, nil, m.log)
-	m.informers[k.Bucket] = inf
+	inf.OnCorrupt(m.reportCorrupt)
+	m.informers[k.Resource] = inf
 	return inf
 }
 
-func (m *Manager) informerOf(bucket string) *Informer {
+func (m *Manager) informerOf(resource string) *Informer {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.informers[bucket]
+	return m.informers[resource]
 }
 
 // Add registers a controller; its queue is created now.
 func (m *Manager) Add(ctx context.Context, opts Options) (*Controller, error) {
-	if opts.Name == "" || opts.Reconciler == nil || (opts.For.Bucket == "" && !opts.NoSource) {
+	if opts.Name == "" || opts.Reconciler == nil || (opts.For.Resource == "" && !opts.NoSource) {
 		return nil, errors.New("reconcile: Options need Name, Reconciler, and For unless NoSource")
 	}
 	if opts.Workers == 0 {
@@ -105,23 +117,19 @@ func (m *Manager) Add(ctx context.Context, opts Options) (*Controller, error) {
 	if opts.CacheWait == 0 {
 		opts.CacheWait = 5 * time.Second
 	}
-	spec := bus.QueueSpec{Name: opts.Name, AckWait: opts.AckWait}
-	if !opts.NoSource {
-		spec.Sources = []string{opts.For.Bucket}
-	}
-	if opts.For.Bucket != "" {
+	if opts.For.Resource != "" {
 		if _, err := m.store(ctx, opts.For); err != nil {
 			return nil, err
 		}
 	}
-	q, err := m.opts.Bus.Queue(ctx, spec)
+	q, err := m.opts.Bus.Queue(ctx, bus.QueueSpec{Name: opts.Name, AckWait: opts.AckWait})
 	if err != nil {
 		return nil, err
 	}
 	c := &Controller{opts: opts, mgr: m, queue: q, log: m.log}
 	c.enq = newEnqueuer(q, opts.CoalesceEvery, opts.Name, m.log)
-	if opts.For.Bucket != "" {
-		m.Informer(opts.For)
+	if opts.For.Resource != "" && !opts.NoSource {
+		c.enqueueChanges(m.Informer(opts.For))
 	}
 	m.mu.Lock()
 	m.controllers = append(m.controllers, c)
@@ -130,7 +138,7 @@ func (m *Manager) Add(ctx context.Context, opts Options) (*Controller, error) {
 }
 
 func (m *Manager) store(ctx context.Context, k Kind) (*bus.Store, error) {
-	return m.opts.Bus.Store(ctx, bus.StoreSpec{Bucket: k.Bucket, Namespaced: k.Namespaced, TTL: k.TTL})
+	return m.opts.Bus.Store(ctx, k.StoreSpec())
 }
 
 // Run starts every informer, waits until all have listed, then starts the
@@ -157,7 +165,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); m.retries.run(ctx) }()
 	for _, r := range recs {
 		wg.Add(1)
-		go func() { defer wg.Done(); r.run(ctx) }()
+		go func() { defer wg.Done(); r.Run(ctx) }()
 	}
 	for _, inf := range infs {
 		st, err := m.store(ctx, inf.kind)
@@ -170,7 +178,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	for _, inf := range infs {
 		for !inf.Synced() {
-			if !sleep(ctx, 10*time.Millisecond) {
+			if !clock.Sleep(ctx, 10*time.Millisecond) {
 				return nil
 			}
 		}
@@ -212,7 +220,7 @@ func (m *Manager) Run(ctx context.Context) error {
 }
 
 func (m *Manager) countObjects(ctx context.Context, infs []*Informer) {
-	for sleep(ctx, 5*time.Second) {
+	for clock.Sleep(ctx, 5*time.Second) {
 		for _, inf := range infs {
 			informerObjects.WithLabelValues(inf.kind.Kind).Set(float64(len(inf.Keys())))
 		}

@@ -1,0 +1,21 @@
+// Package poll waits in tests for a state the system must reach, polling a
+// condition until a deadline, never sleeping a fixed time in its place.
+package poll
+
+import (
+	"testing"
+	"time"
+)
+
+// Until polls cond every 10ms until it holds, failing the test with what
+// was awaited once within has passed.
+func Until(t testing.TB, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
