@@ -4,53 +4,83 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/homeostat/homeostat/clock"
 )
 
-// BucketSpec describes a key-value bucket Homeostat relies on.
-type BucketSpec struct {
-	Name string
-	// TTL expires every value this long after its last write (events).
-	TTL time.Duration
-	// KeyTTL allows per-key time-to-live (leases); deletes by expiry leave a
-	// marker that lives this long so that watchers see them.
-	KeyTTL time.Duration
-	// Description is stored with the bucket.
-	Description string
+// bucketSpec describes a key-value bucket Homeostat relies on.
+type bucketSpec struct {
+	name string
+	// ttl expires every value this long after its last write (events).
+	ttl time.Duration
+	// keyTTL allows per-key time-to-live (leases); deletes by expiry leave
+	// a marker that lives this long so that watchers see them.
+	keyTTL      time.Duration
+	description string
 }
 
-// EnsureBucket creates the bucket, or opens it when it exists with a
+// ensureBucket creates the bucket, or opens it when it exists with a
 // compatible configuration. Safe to call from many processes at once: the
-// server treats an identical create as a no-op.
-func (c *Conn) EnsureBucket(ctx context.Context, spec BucketSpec) (jetstream.KeyValue, error) {
+// server treats an identical create as a no-op. While the bus cannot
+// answer (no quorum yet after a restart) it keeps trying until ctx ends, so
+// that a process becomes ready only once the streams it uses are there.
+func (c *Conn) ensureBucket(ctx context.Context, spec bucketSpec) (jetstream.KeyValue, error) {
 	cfg := jetstream.KeyValueConfig{
-		Bucket:         spec.Name,
-		Description:    spec.Description,
+		Bucket:         spec.name,
+		Description:    spec.description,
 		History:        1,
-		TTL:            spec.TTL,
+		TTL:            spec.ttl,
 		Storage:        jetstream.FileStorage,
 		Replicas:       c.replicas,
-		LimitMarkerTTL: spec.KeyTTL,
+		LimitMarkerTTL: spec.keyTTL,
 	}
-	kv, err := c.JS.CreateKeyValue(ctx, cfg)
-	if err == nil {
-		return kv, nil
+	var kv jetstream.KeyValue
+	err := c.UntilAvailable(ctx, "bucket "+spec.name, func(ctx context.Context) error {
+		var err error
+		kv, err = c.js.CreateKeyValue(ctx, cfg)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrBucketExists) && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return fmt.Errorf("bus: create bucket %s: %w", spec.name, translate(err))
+		}
+		stream, err := c.js.Stream(ctx, kvStream(spec.name))
+		if err != nil {
+			return fmt.Errorf("bus: open bucket %s: %w", spec.name, translate(err))
+		}
+		if diffs := bucketDiffs(stream.CachedInfo().Config, cfg); len(diffs) > 0 {
+			return fmt.Errorf("%w: bucket %s exists with %s; remove it or start with matching settings",
+				ErrIncompatible, spec.name, strings.Join(diffs, ", "))
+		}
+		kv, err = c.js.KeyValue(ctx, spec.name)
+		return translate(err)
+	})
+	return kv, err
+}
+
+// UntilAvailable runs op until it succeeds, fails for a reason other than
+// an unavailable bus (ErrUnavailable), or ctx ends; each try gets a bounded
+// time. Start-up steps use it to wait for a cluster that is still electing
+// leaders instead of failing.
+func (c *Conn) UntilAvailable(ctx context.Context, what string, op func(context.Context) error) error {
+	pace := clock.Pace{First: 100 * time.Millisecond, Max: retryMax}
+	for {
+		octx, cancel := bounded(ctx)
+		err := op(octx)
+		cancel()
+		if err == nil || !errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
+			return err
+		}
+		c.log.Info("waiting for the bus", "for", what, "err", err)
+		if !pace.Wait(ctx) {
+			return err
+		}
 	}
-	if !errors.Is(err, jetstream.ErrBucketExists) && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-		return nil, fmt.Errorf("bus: create bucket %s: %w", spec.Name, err)
-	}
-	stream, serr := c.JS.Stream(ctx, "KV_"+spec.Name)
-	if serr != nil {
-		return nil, fmt.Errorf("bus: open bucket %s: %w", spec.Name, serr)
-	}
-	if diffs := bucketDiffs(stream.CachedInfo().Config, cfg); len(diffs) > 0 {
-		return nil, fmt.Errorf("%w: bucket %s exists with %s; remove it or start with matching settings",
-			ErrIncompatible, spec.Name, strings.Join(diffs, ", "))
-	}
-	return c.JS.KeyValue(ctx, spec.Name)
 }
 
 // bucketDiffs lists the settings of an existing bucket that differ from what
@@ -73,4 +103,36 @@ func bucketDiffs(have jetstream.StreamConfig, want jetstream.KeyValueConfig) []s
 		d = append(d, fmt.Sprintf("per-key ttl %t (want %t)", have.AllowMsgTTL, want.LimitMarkerTTL > 0))
 	}
 	return d
+}
+
+// ensureStream creates a stream or brings an existing one to the
+// configuration, refusing a change of retention, storage or replicas.
+func (c *Conn) ensureStream(ctx context.Context, cfg jetstream.StreamConfig) error {
+	return c.UntilAvailable(ctx, "stream "+cfg.Name, func(ctx context.Context) error {
+		_, err := c.js.CreateStream(ctx, cfg)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return fmt.Errorf("bus: create stream %s: %w", cfg.Name, translate(err))
+		}
+		st, err := c.js.Stream(ctx, cfg.Name)
+		if err != nil {
+			return fmt.Errorf("bus: open stream %s: %w", cfg.Name, translate(err))
+		}
+		have := st.CachedInfo().Config
+		if have.Retention != cfg.Retention || have.Storage != cfg.Storage || have.Replicas != cfg.Replicas {
+			return fmt.Errorf("%w: stream %s exists with retention %s, storage %s, replicas %d (want %s, %s, %d)",
+				ErrIncompatible, cfg.Name, have.Retention, have.Storage, have.Replicas, cfg.Retention, cfg.Storage, cfg.Replicas)
+		}
+		same := reflect.DeepEqual(have.Sources, cfg.Sources) && reflect.DeepEqual(have.Subjects, cfg.Subjects) &&
+			(cfg.Duplicates == 0 || have.Duplicates == cfg.Duplicates)
+		if same {
+			return nil
+		}
+		if _, err := c.js.UpdateStream(ctx, cfg); err != nil {
+			return fmt.Errorf("bus: update stream %s: %w", cfg.Name, translate(err))
+		}
+		return nil
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -15,21 +16,30 @@ import (
 // is recorded first, so that a watch resuming from before it gets ErrGone
 // and re-lists instead of silently missing a delete.
 
-func (s *Store) compactKey() string { return "compacted." + s.spec.Bucket }
+func (s *Store) compactSubject() string { return kvPrefix(metaBucket) + "compacted." + s.bucket }
 
 // CompactedRevision is the highest revision whose tombstone may be gone.
 func (s *Store) CompactedRevision(ctx context.Context) (uint64, error) {
-	e, err := s.meta.Get(ctx, s.compactKey())
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return 0, nil
+	rev, _, err := s.compacted(ctx)
+	return rev, err
+}
+
+// compacted reads the compaction record: its value and its own revision.
+func (s *Store) compacted(ctx context.Context) (uint64, uint64, error) {
+	m, err := s.conn.lastMsg(ctx, kvStream(metaBucket), s.compactSubject())
+	if errors.Is(err, ErrNotFound) {
+		return 0, 0, nil
 	}
 	if err != nil {
-		return 0, translate(err)
+		return 0, 0, err
 	}
-	if len(e.Value()) != 8 {
-		return 0, fmt.Errorf("bus: compaction record of %s is malformed", s.spec.Bucket)
+	if m.tombstone() {
+		return 0, m.seq, nil
 	}
-	return binary.BigEndian.Uint64(e.Value()), nil
+	if len(m.data) != 8 {
+		return 0, 0, fmt.Errorf("bus: compaction record of %s is malformed", s.spec.Resource)
+	}
+	return binary.BigEndian.Uint64(m.data), m.seq, nil
 }
 
 func (s *Store) checkNotCompacted(ctx context.Context, after uint64) error {
@@ -41,7 +51,7 @@ func (s *Store) checkNotCompacted(ctx context.Context, after uint64) error {
 		return err
 	}
 	if after < c {
-		return fmt.Errorf("%w: %s resourceVersion %d is older than the compacted revision %d", ErrGone, s.spec.Bucket, after, c)
+		return fmt.Errorf("%w: %s resourceVersion %d is older than the compacted revision %d", ErrGone, s.spec.Resource, after, c)
 	}
 	return nil
 }
@@ -50,29 +60,17 @@ func (s *Store) checkNotCompacted(ctx context.Context, after uint64) error {
 // compare-and-swap so that several compactors can run at once.
 func (s *Store) raiseCompacted(ctx context.Context, rev uint64) error {
 	for {
-		e, err := s.meta.Get(ctx, s.compactKey())
-		var cur, last uint64
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-		case err != nil:
-			return translate(err)
-		default:
-			last = e.Revision()
-			if len(e.Value()) == 8 {
-				cur = binary.BigEndian.Uint64(e.Value())
-			}
+		cur, last, err := s.compacted(ctx)
+		if err != nil {
+			return err
 		}
 		if cur >= rev {
 			return nil
 		}
-		val := binary.BigEndian.AppendUint64(nil, rev)
-		if last == 0 {
-			_, err = s.meta.Create(ctx, s.compactKey(), val)
-		} else {
-			_, err = s.meta.Update(ctx, s.compactKey(), val, last)
-		}
-		if err == nil || !(errors.Is(translate(err), ErrConflict) || errors.Is(err, jetstream.ErrKeyExists)) {
-			return translate(err)
+		msg := &nats.Msg{Subject: s.compactSubject(), Data: binary.BigEndian.AppendUint64(nil, rev)}
+		_, err = s.conn.casPublish(ctx, kvStream(metaBucket), msg, last)
+		if err = translate(err); !errors.Is(err, ErrConflict) {
+			return err
 		}
 	}
 }
@@ -81,11 +79,6 @@ func (s *Store) raiseCompacted(ctx context.Context, rev uint64) error {
 // many it removed. Each removal is guarded by the tombstone's sequence, so a
 // key recreated meanwhile is never touched.
 func (s *Store) Compact(ctx context.Context, olderThan time.Duration) (int, error) {
-	kw, err := s.kv.WatchAll(ctx, jetstream.MetaOnly())
-	if err != nil {
-		return 0, translate(err)
-	}
-	defer func() { _ = kw.Stop() }()
 	cutoff := s.now().Add(-olderThan)
 	type tomb struct {
 		key string
@@ -93,23 +86,24 @@ func (s *Store) Compact(ctx context.Context, olderThan time.Duration) (int, erro
 	}
 	var tombs []tomb
 	var maxRev uint64
-	for e := range kw.Updates() {
-		if e == nil {
-			break
-		}
-		if e.Operation() == jetstream.KeyValuePut || e.Created().After(cutoff) {
-			continue
-		}
-		tombs = append(tombs, tomb{e.Key(), e.Revision()})
-		maxRev = max(maxRev, e.Revision())
-	}
-	if len(tombs) == 0 {
-		return 0, nil
+	err := s.conn.read(ctx, readSpec{stream: s.stream(), filter: s.subjPrefix + ">", headersOnly: true, what: "compact " + s.spec.Resource, tries: oneShotTries},
+		func(m rawMsg) error {
+			if m.seq > 0 && isTombstone(m.header) && !m.time.After(cutoff) {
+				tombs = append(tombs, tomb{m.subject[len(s.subjPrefix):], m.seq})
+				maxRev = max(maxRev, m.seq)
+			}
+			if m.caughtUp {
+				return errStopRead
+			}
+			return nil
+		})
+	if err != nil || len(tombs) == 0 {
+		return 0, err
 	}
 	if err := s.raiseCompacted(ctx, maxRev); err != nil {
 		return 0, err
 	}
-	stream, err := s.conn.JS.Stream(ctx, s.Stream())
+	stream, err := s.conn.js.Stream(ctx, s.stream())
 	if err != nil {
 		return 0, translate(err)
 	}
@@ -117,7 +111,7 @@ func (s *Store) Compact(ctx context.Context, olderThan time.Duration) (int, erro
 	for _, t := range tombs {
 		err := stream.Purge(ctx, jetstream.WithPurgeSubject(s.subjPrefix+t.key), jetstream.WithPurgeSequence(t.rev+1))
 		if err != nil {
-			return n, fmt.Errorf("bus: compact %s/%s: %w", s.spec.Bucket, t.key, translate(err))
+			return n, fmt.Errorf("bus: compact %s/%s: %w", s.spec.Resource, t.key, translate(err))
 		}
 		n++
 	}

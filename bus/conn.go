@@ -20,6 +20,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/homeostat/homeostat/clock"
 )
 
 // Config says where the bus is: an external NATS deployment (URLs) or an
@@ -56,10 +58,26 @@ type EmbeddedConfig struct {
 	ServerName string
 }
 
+// requestTimeout bounds each request to the bus, whatever the caller's
+// deadline: a stream whose leader froze or was cut off answers nothing
+// until another is elected, and a caller is better told "not now" (and
+// retries) than kept waiting.
+const requestTimeout = 5 * time.Second
+
+// retryMax caps the wait between tries of what failed because the bus was
+// unavailable. Losing a node costs a new leader's election (4–9 s in NATS,
+// not configurable); a retry paced any slower would add its own wait on top.
+const retryMax = 500 * time.Millisecond
+
+// bounded is ctx with at most requestTimeout left.
+func bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, requestTimeout)
+}
+
 // Conn is a live connection to the bus.
 type Conn struct {
-	NC       *nats.Conn
-	JS       jetstream.JetStream
+	nc       *nats.Conn
+	js       jetstream.JetStream
 	replicas int
 	server   *server.Server
 	log      *slog.Logger
@@ -84,6 +102,11 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 		nats.Name(cfg.Name),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
+		// A server that hangs (frozen, or cut off behind a black hole) is
+		// noticed in a few seconds, not the default minutes, and the
+		// connection moves to another.
+		nats.PingInterval(2 * time.Second),
+		nats.MaxPingsOutstanding(3),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				log.Warn("bus disconnected", "err", err)
@@ -115,13 +138,15 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 		c.shutdownServer()
 		return nil, fmt.Errorf("bus: connect %s: %w", url, err)
 	}
-	c.NC = nc
-	js, err := jetstream.New(nc)
+	c.nc = nc
+	// An asynchronous publish whose acknowledgement is lost (its stream's
+	// leader died with it) would otherwise wait forever.
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(requestTimeout))
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("bus: jetstream: %w", err)
 	}
-	c.JS = js
+	c.js = js
 	if err := c.waitJetStream(ctx); err != nil {
 		c.Close()
 		return nil, err
@@ -135,7 +160,7 @@ func (c *Conn) waitJetStream(ctx context.Context) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := c.JS.AccountInfo(actx)
+		_, err := c.js.AccountInfo(actx)
 		cancel()
 		if err == nil {
 			return nil
@@ -143,12 +168,7 @@ func (c *Conn) waitJetStream(ctx context.Context) error {
 		if ctx.Err() != nil || time.Now().After(deadline) {
 			return fmt.Errorf("bus: JetStream not available: %w", err)
 		}
-		t := time.NewTimer(200 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C:
-		}
+		clock.Sleep(ctx, 200*time.Millisecond)
 	}
 }
 
@@ -196,24 +216,35 @@ func (c *Conn) ClientURL() string {
 }
 
 // MaxPayload is the largest message the server accepts.
-func (c *Conn) MaxPayload() int64 { return c.NC.MaxPayload() }
+func (c *Conn) MaxPayload() int64 { return c.nc.MaxPayload() }
+
+// Connected reports whether the connection is up right now.
+func (c *Conn) Connected() bool { return c.nc.IsConnected() }
 
 // Replicas is the replica count used for every bucket and stream.
 func (c *Conn) Replicas() int { return c.replicas }
 
 // Close drains the connection and stops an embedded server.
 func (c *Conn) Close() {
-	if c.NC != nil {
-		if err := c.NC.Drain(); err != nil {
-			c.NC.Close()
+	if c.nc != nil {
+		if err := c.nc.Drain(); err != nil {
+			c.nc.Close()
 		}
 		select {
 		case <-c.closed:
 		case <-time.After(10 * time.Second):
-			c.NC.Close()
+			c.nc.Close()
 		}
 	}
 	c.shutdownServer()
+}
+
+// Abandon drops the connection at once, as a process that dies does:
+// nothing is drained, acknowledged or released.
+func (c *Conn) Abandon() {
+	if c.nc != nil {
+		c.nc.Close()
+	}
 }
 
 func (c *Conn) shutdownServer() {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -15,15 +16,13 @@ import (
 // heartbeats and the scheduler's leadership. When a holder stops renewing,
 // the server removes the key and leaves a marker, so watchers see it go.
 // TTLs are whole seconds, and the bucket keeps one revision per key (a
-// longer history would silently raise the TTL).
+// longer history would silently raise the TTL). Holders name themselves
+// with an identity that survives their restarts, so that a restarted
+// holder takes its own lease back at once instead of waiting it out.
 type Leases struct {
 	conn   *Conn
-	kv     jetstream.KeyValue
 	prefix string
 }
-
-// LeaseBucket holds every lease.
-const LeaseBucket = "hs_leases"
 
 // Lease is one lease's state.
 type Lease struct {
@@ -36,56 +35,52 @@ type Lease struct {
 
 // Leases opens (creating when needed) the lease bucket.
 func (c *Conn) Leases(ctx context.Context) (*Leases, error) {
-	kv, err := c.EnsureBucket(ctx, BucketSpec{Name: LeaseBucket, KeyTTL: time.Minute, Description: "homeostat leases"})
-	if err != nil {
+	if _, err := c.ensureBucket(ctx, bucketSpec{name: leaseBucket, keyTTL: time.Minute, description: "homeostat leases"}); err != nil {
 		return nil, err
 	}
-	return &Leases{conn: c, kv: kv, prefix: "$KV." + LeaseBucket + "."}, nil
+	return &Leases{conn: c, prefix: kvPrefix(leaseBucket)}, nil
 }
 
 func ttlSeconds(ttl time.Duration) time.Duration {
 	return max(time.Second, ttl.Round(time.Second))
 }
 
-// Acquire takes a free lease for ttl; a held one is ErrAlreadyExists.
+// Acquire takes a lease that is free or already held by holder (a
+// restarted holder taking its own lease back); one held by another is
+// ErrAlreadyExists, with the holder named in the error.
 func (l *Leases) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (*Lease, error) {
-	last, err := l.freeRevision(ctx, key)
-	if err != nil {
-		return nil, err
+	for attempt := 0; ; attempt++ {
+		m, err := l.conn.lastMsg(ctx, kvStream(leaseBucket), l.prefix+key)
+		var expect uint64
+		switch {
+		case errors.Is(err, ErrNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("lease %s: %w", key, err)
+		case m.tombstone():
+			expect = m.seq
+		default:
+			cur, derr := decodeLease(key, m.data, m.seq)
+			if derr != nil {
+				return nil, derr
+			}
+			if cur.Holder != holder {
+				return cur, fmt.Errorf("lease %s: %w: held by %s, renewed %s ago", key, ErrAlreadyExists,
+					cur.Holder, time.Since(cur.Renewed).Round(time.Second))
+			}
+			expect = m.seq
+		}
+		ls, err := l.write(ctx, key, holder, ttl, expect)
+		if errors.Is(err, ErrConflict) && attempt < 5 {
+			continue
+		}
+		return ls, err
 	}
-	return l.write(ctx, key, holder, ttl, last)
 }
 
 // Renew extends a lease held at revision rev; ErrConflict if someone else
 // wrote it (or it expired and was taken).
 func (l *Leases) Renew(ctx context.Context, lease *Lease, ttl time.Duration) (*Lease, error) {
 	return l.write(ctx, lease.Key, lease.Holder, ttl, lease.Revision)
-}
-
-// Put writes a lease whatever its state: for a holder that owns the key by
-// name (a node's heartbeat).
-func (l *Leases) Put(ctx context.Context, key, holder string, ttl time.Duration) (*Lease, error) {
-	for attempt := 0; attempt < 5; attempt++ {
-		cur, err := l.Get(ctx, key)
-		var rev uint64
-		switch {
-		case errors.Is(err, ErrNotFound):
-			rev, err = l.freeRevision(ctx, key)
-			if err != nil && !errors.Is(err, ErrAlreadyExists) {
-				return nil, err
-			}
-		case err != nil:
-			return nil, err
-		default:
-			rev = cur.Revision
-		}
-		ls, err := l.write(ctx, key, holder, ttl, rev)
-		if errors.Is(err, ErrConflict) {
-			continue
-		}
-		return ls, err
-	}
-	return nil, ErrConflict
 }
 
 func (l *Leases) write(ctx context.Context, key, holder string, ttl time.Duration, expect uint64) (*Lease, error) {
@@ -96,7 +91,7 @@ func (l *Leases) write(ctx context.Context, key, holder string, ttl time.Duratio
 		return nil, err
 	}
 	msg := &nats.Msg{Subject: l.prefix + key, Data: data, Header: nats.Header{}}
-	ack, err := l.conn.JS.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(expect), jetstream.WithMsgTTL(ttl))
+	ack, err := l.conn.casPublish(ctx, kvStream(leaseBucket), msg, expect, jetstream.WithMsgTTL(ttl))
 	if err != nil {
 		return nil, fmt.Errorf("lease %s: %w", key, translate(err))
 	}
@@ -104,43 +99,31 @@ func (l *Leases) write(ctx context.Context, key, holder string, ttl time.Duratio
 	return ls, nil
 }
 
-// freeRevision is the revision a create must name: 0 for a new key, the
-// marker's for an expired or released one; ErrAlreadyExists when held.
-func (l *Leases) freeRevision(ctx context.Context, key string) (uint64, error) {
-	stream, err := l.conn.JS.Stream(ctx, "KV_"+LeaseBucket)
-	if err != nil {
-		return 0, translate(err)
-	}
-	msg, err := stream.GetLastMsgForSubject(ctx, l.prefix+key)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, translate(err)
-	}
-	if op := msg.Header.Get(kvOp); op == kvDel || op == kvPurge || msg.Header.Get(jetstream.MarkerReasonHeader) != "" {
-		return msg.Sequence, nil
-	}
-	return 0, fmt.Errorf("lease %s: %w", key, ErrAlreadyExists)
-}
-
-// Get reads a live lease; ErrNotFound when expired or released.
-func (l *Leases) Get(ctx context.Context, key string) (*Lease, error) {
-	e, err := l.kv.Get(ctx, key)
-	if err != nil {
-		return nil, fmt.Errorf("lease %s: %w", key, translate(err))
-	}
+func decodeLease(key string, data []byte, rev uint64) (*Lease, error) {
 	var ls Lease
-	if err := json.Unmarshal(e.Value(), &ls); err != nil {
-		return nil, fmt.Errorf("lease %s: %w", key, err)
+	if err := json.Unmarshal(data, &ls); err != nil {
+		return nil, &CorruptError{Resource: "leases", Key: key, Revision: rev, Reason: err.Error()}
 	}
-	ls.Key, ls.Revision = key, e.Revision()
+	ls.Key, ls.Revision = key, rev
 	return &ls, nil
 }
 
-// Release gives a lease up.
+// Get reads a live lease from the leader; ErrNotFound when expired or released.
+func (l *Leases) Get(ctx context.Context, key string) (*Lease, error) {
+	m, err := l.conn.lastMsg(ctx, kvStream(leaseBucket), l.prefix+key)
+	if err == nil && m.tombstone() {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lease %s: %w", key, err)
+	}
+	return decodeLease(key, m.data, m.seq)
+}
+
+// Release gives a lease up, unless someone else holds it by now.
 func (l *Leases) Release(ctx context.Context, lease *Lease) error {
-	err := l.kv.Delete(ctx, lease.Key, jetstream.LastRevision(lease.Revision))
+	msg := &nats.Msg{Subject: l.prefix + lease.Key, Header: nats.Header{kvOp: []string{kvDel}}}
+	_, err := l.conn.casPublish(ctx, kvStream(leaseBucket), msg, lease.Revision)
 	return translate(err)
 }
 
@@ -151,46 +134,47 @@ type LeaseEvent struct {
 	Synced bool
 }
 
-// Watch reports every lease under prefix (e.g. "node."), then changes.
-func (l *Leases) Watch(ctx context.Context, prefix string) (<-chan LeaseEvent, error) {
-	w, err := l.kv.Watch(ctx, prefix+">")
-	if err != nil {
-		return nil, translate(err)
+// Watch reports the leases whose keys match (a key, or a pattern such as
+// "node.>"), then their changes, until ctx ends.
+func (l *Leases) Watch(ctx context.Context, keys string) (<-chan LeaseEvent, error) {
+	if keys == "" || strings.ContainsAny(keys, " \t") {
+		return nil, fmt.Errorf("%w: lease keys %q", ErrInvalid, keys)
 	}
-	ch := make(chan LeaseEvent, 256)
+	spec := readSpec{stream: kvStream(leaseBucket), filter: l.prefix + keys, what: "leases " + keys}
+	out := make(chan LeaseEvent, 256)
+	send := func(le LeaseEvent) error {
+		select {
+		case out <- le:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	go func() {
-		defer close(ch)
-		defer func() { _ = w.Stop() }()
-		for {
-			var ev LeaseEvent
-			select {
-			case <-ctx.Done():
-				return
-			case e, ok := <-w.Updates():
-				if !ok {
-					return
+		defer close(out)
+		synced := false
+		_ = l.conn.read(ctx, spec, func(m rawMsg) error {
+			if m.seq > 0 {
+				le := LeaseEvent{Key: strings.TrimPrefix(m.subject, l.prefix)}
+				if !isTombstone(m.header) {
+					if ls, err := decodeLease(le.Key, m.data, m.seq); err == nil {
+						le.Lease = ls
+					}
 				}
-				if e == nil {
-					ev.Synced = true
-				} else {
-					ev.Key = e.Key()
-					if e.Operation() == jetstream.KeyValuePut {
-						var ls Lease
-						if json.Unmarshal(e.Value(), &ls) == nil {
-							ls.Key, ls.Revision = e.Key(), e.Revision()
-							ev.Lease = &ls
-						}
+				if synced || le.Lease != nil {
+					if err := send(le); err != nil {
+						return err
 					}
 				}
 			}
-			select {
-			case ch <- ev:
-			case <-ctx.Done():
-				return
+			if !synced && m.caughtUp {
+				synced = true
+				return send(LeaseEvent{Synced: true})
 			}
-		}
+			return nil
+		})
 	}()
-	return ch, nil
+	return out, nil
 }
 
 // TTLDuration parses a lease's TTL.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -23,13 +24,17 @@ type ListOptions struct {
 // ListResult is one page of a list.
 type ListResult struct {
 	Items []*object.Object
-	// Revision is the bucket's revision when the list began; a watch that
-	// resumes after it misses nothing.
+	// Revision is the bucket revision the list reflects: at least that of
+	// every write acknowledged before the list began. A watch that resumes
+	// after it misses nothing.
 	Revision uint64
 	// Continue is set when more items follow.
 	Continue string
 	// Remaining counts items after this page.
 	Remaining int64
+	// Corrupt are the keys left out because their values are not valid
+	// objects (see ErrCorrupt).
+	Corrupt []*CorruptError
 }
 
 type continueToken struct {
@@ -37,9 +42,13 @@ type continueToken struct {
 	After    string `json:"after"`
 }
 
-// List returns live objects in key order. Later pages of a paginated list
-// are read afresh and carry the first page's revision: each page is current,
-// and watching from that revision catches up on anything the pages missed.
+// List returns live objects in key order. It is a linearizable read: it
+// takes the stream's last sequence from its leader, then reads until it has
+// caught up past it, so it holds every write acknowledged before it began
+// (see snapshot).
+// Later pages of a paginated list are read afresh and carry the first
+// page's revision: each page is current, and watching from that revision
+// catches up on anything the pages missed.
 func (s *Store) List(ctx context.Context, opts ListOptions) (*ListResult, error) {
 	var tok continueToken
 	if opts.Continue != "" {
@@ -51,21 +60,22 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (*ListResult, error)
 			return nil, fmt.Errorf("%w: continue token is malformed", ErrInvalid)
 		}
 	}
-	rev, err := s.LastRevision(ctx)
+	snap, err := s.snapshot(ctx, opts.Namespace)
 	if err != nil {
 		return nil, err
 	}
+	out := &ListResult{Revision: snap.revision, Corrupt: snap.corrupt}
 	if tok.Revision != 0 {
-		rev = tok.Revision
+		out.Revision = tok.Revision
 	}
-	items, err := s.snapshot(ctx, opts.Namespace)
-	if err != nil {
-		return nil, err
+	keys := make([]string, 0, len(snap.items))
+	for k := range snap.items {
+		keys = append(keys, k)
 	}
-	sort.Slice(items, func(i, j int) bool { return items[i].Key() < items[j].Key() })
-	out := &ListResult{Revision: rev}
-	for _, o := range items {
-		if tok.After != "" && o.Key() <= tok.After {
+	sort.Strings(keys)
+	for _, k := range keys {
+		o := snap.items[k]
+		if tok.After != "" && k <= tok.After {
 			continue
 		}
 		if !opts.Selector.Matches(o.Metadata.Labels) {
@@ -79,43 +89,118 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (*ListResult, error)
 	}
 	if out.Remaining > 0 {
 		last := out.Items[len(out.Items)-1].Key()
-		raw, _ := json.Marshal(continueToken{Revision: rev, After: last})
+		raw, _ := json.Marshal(continueToken{Revision: out.Revision, After: last})
 		out.Continue = base64.RawURLEncoding.EncodeToString(raw)
 	}
 	return out, nil
 }
 
-// snapshot reads every live object of a namespace (or all) through a watch
-// that stops at the end of the initial state.
-func (s *Store) snapshot(ctx context.Context, namespace string) ([]*object.Object, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	ch, err := s.Watch(ctx, WatchOptions{Namespace: namespace, Buffer: 1024})
-	if err != nil {
-		return nil, err
-	}
-	var items []*object.Object
-	for ev := range ch {
-		switch ev.Type {
-		case Added:
-			items = append(items, ev.Object)
-		case Synced:
-			return items, nil
-		case Failed:
-			return nil, ev.Err
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return nil, fmt.Errorf("%w: list of %s ended early", ErrUnavailable, s.spec.Bucket)
+type snapshot struct {
+	items    map[string]*object.Object
+	corrupt  []*CorruptError
+	revision uint64
 }
 
-// LastRevision is the bucket's latest revision.
-func (s *Store) LastRevision(ctx context.Context) (uint64, error) {
-	stream, err := s.conn.JS.Stream(ctx, s.Stream())
+// snapshot reads the live objects of a namespace (or all). It reads every
+// change until its consumer has nothing pending, then asks the stream's
+// leader for the first matching message after the last one it read:
+//
+//   - none: the read holds the state at that moment, after the list began;
+//   - one no later than the sequence the leader had when the list began:
+//     the consumer has yet to deliver it (its replica is behind, or its
+//     pending count ran short, see below), so the read goes on;
+//   - a later one: everything up to that sequence has been read, but a key
+//     written during the read may have moved past it before the consumer
+//     reached its old message (a key holds one message), and the server's
+//     pending count can miss such a move for a moment (it counts the old
+//     message's removal at once and the new message a little later). So
+//     the leader lists the keys that hold a message, and the latest
+//     message of each key the read has not seen is fetched from it.
+//
+// The revision is the last sequence read or the one taken at the start,
+// whichever is higher; a key fetched at the end may carry a later one.
+func (s *Store) snapshot(ctx context.Context, namespace string) (*snapshot, error) {
+	upTo, err := s.conn.lastSeq(ctx, s.stream())
 	if err != nil {
-		return 0, translate(err)
+		return nil, fmt.Errorf("bus: list %s: %w", s.spec.Resource, err)
 	}
-	return stream.CachedInfo().State.LastSeq, nil
+	filter := s.filter(namespace, "")
+	snap := &snapshot{items: map[string]*object.Object{}, revision: upTo}
+	bad := map[string]*CorruptError{}
+	read := map[string]bool{} // keys whose latest message read so far is applied
+	apply := func(m rawMsg) {
+		ev := s.toEvent(m, true)
+		read[ev.Key] = true
+		delete(snap.items, ev.Key)
+		delete(bad, ev.Key)
+		switch ev.Type {
+		case Added, Modified:
+			snap.items[ev.Key] = ev.Object
+		case Corrupt:
+			var ce *CorruptError
+			if errors.As(ev.Err, &ce) {
+				bad[ev.Key] = ce
+			}
+		}
+	}
+	var seen uint64
+	moved := false
+	err = s.conn.read(ctx, readSpec{stream: s.stream(), filter: filter, what: "list " + s.spec.Resource, tries: oneShotTries}, func(m rawMsg) error {
+		if m.seq > 0 {
+			seen = m.seq
+			apply(m)
+		}
+		if !m.caughtUp {
+			return nil
+		}
+		next, err := s.conn.nextAfter(ctx, s.stream(), filter, seen)
+		switch {
+		case err != nil:
+			return err
+		case next != 0 && next <= upTo:
+			return nil
+		}
+		moved = next != 0
+		return errStopRead
+	})
+	if err == nil && moved {
+		err = s.fetchUnread(ctx, filter, read, apply)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bus: list %s: %w", s.spec.Resource, err)
+	}
+	snap.revision = max(upTo, seen)
+	for _, ce := range bad {
+		snap.corrupt = append(snap.corrupt, ce)
+	}
+	sort.Slice(snap.corrupt, func(i, j int) bool { return snap.corrupt[i].Key < snap.corrupt[j].Key })
+	return snap, nil
+}
+
+// fetchUnread applies the latest message of every key matching filter
+// that holds one on the leader and that the read has not seen.
+func (s *Store) fetchUnread(ctx context.Context, filter string, read map[string]bool, apply func(rawMsg)) error {
+	subjects, err := s.conn.subjects(ctx, s.stream(), filter)
+	if err != nil {
+		return err
+	}
+	for subject := range subjects {
+		if read[subject[len(s.subjPrefix):]] {
+			continue
+		}
+		m, err := s.conn.lastMsg(ctx, s.stream(), subject)
+		if errors.Is(err, ErrNotFound) {
+			continue // gone meanwhile: expired, or a delete marker compacted
+		}
+		if err != nil {
+			return err
+		}
+		apply(rawMsg{subject: m.subject, header: m.header, data: m.data, seq: m.seq, time: m.time})
+	}
+	return nil
+}
+
+// LastRevision is the bucket's latest revision, as the stream's leader knows it.
+func (s *Store) LastRevision(ctx context.Context) (uint64, error) {
+	return s.conn.lastSeq(ctx, s.stream())
 }

@@ -9,8 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/homeostat/homeostat/object"
 )
@@ -53,60 +52,66 @@ func (c *Conn) NodePods(ctx context.Context) (*NodePods, error) {
 
 func nodeSubject(node, key string) string { return nodePodsPrefix + node + "." + key }
 
-// Set records pod as bound to node, carrying the trace context of ctx.
-func (n *NodePods) Set(ctx context.Context, node string, pod *object.Object) (jetstream.PubAckFuture, error) {
-	data, err := json.Marshal(pod)
-	if err != nil {
-		return nil, err
-	}
-	hdr := nats.Header{}
-	otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(hdr))
-	return n.conn.JS.PublishMsgAsync(&nats.Msg{Subject: nodeSubject(node, pod.Key()), Data: data, Header: hdr})
+// NodePodChange is one entry of the index: a pod bound to a node, or (Pod
+// nil) its removal from it.
+type NodePodChange struct {
+	Node string
+	Key  string
+	Pod  *object.Object
+	// Trace is the trace of the write the agent will act on.
+	Trace trace.SpanContext
 }
 
-// Remove records that the pod with key is no longer on node.
-func (n *NodePods) Remove(ctx context.Context, node, key string) (jetstream.PubAckFuture, error) {
-	hdr := nats.Header{kvOp: []string{kvDel}}
-	otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(hdr))
-	return n.conn.JS.PublishMsgAsync(&nats.Msg{Subject: nodeSubject(node, key), Header: hdr}, jetstream.WithMsgTTL(removalTTL))
-}
-
-// Wait waits for async publishes.
-func (n *NodePods) Wait(ctx context.Context, fs []jetstream.PubAckFuture) error {
-	for _, f := range fs {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			return translate(err)
-		case <-ctx.Done():
-			return ctx.Err()
+// Publish writes changes to the index and waits until it has them all.
+// Writes are idempotent, so a failed batch may be published again whole.
+func (n *NodePods) Publish(ctx context.Context, changes []NodePodChange) error {
+	futures := make([]jetstream.PubAckFuture, 0, len(changes))
+	for _, ch := range changes {
+		hdr := nats.Header{}
+		injectSpan(ch.Trace, hdr)
+		msg := &nats.Msg{Subject: nodeSubject(ch.Node, ch.Key), Header: hdr}
+		var opts []jetstream.PublishOpt
+		if ch.Pod == nil {
+			hdr.Set(kvOp, kvDel)
+			opts = append(opts, jetstream.WithMsgTTL(removalTTL))
+		} else {
+			data, err := json.Marshal(ch.Pod)
+			if err != nil {
+				return err
+			}
+			msg.Data = data
 		}
+		f, err := n.conn.js.PublishMsgAsync(msg, opts...)
+		if err != nil {
+			return fmt.Errorf("bus: node pod index: %w", translate(err))
+		}
+		futures = append(futures, f)
 	}
-	return nil
+	return waitAcks(ctx, futures)
 }
 
 // Watch streams the pods of one node: the current set as Added, Synced,
 // then changes (Deleted when a pod leaves the node).
 func (n *NodePods) Watch(ctx context.Context, node string) (<-chan Event, error) {
 	prefix := nodePodsPrefix + node + "."
-	return n.conn.watchStream(ctx, streamWatch{
-		stream: nodePodsStream, filter: prefix + ">", name: "pods of node " + node, buffer: 1024,
-		decode: func(subject string, hdr nats.Header, data []byte, seq uint64, live bool) Event {
-			ev := Event{Key: strings.TrimPrefix(subject, prefix), Revision: seq, Header: hdr}
-			if hdr.Get(kvOp) == kvDel || hdr.Get(jetstream.MarkerReasonHeader) != "" || len(data) == 0 {
-				ev.Type = Deleted
-				return ev
-			}
-			var o object.Object
-			if err := json.Unmarshal(data, &o); err != nil {
-				return Event{Type: Failed, Key: ev.Key, Err: fmt.Errorf("bus: node pod %s: %w", ev.Key, err)}
-			}
-			ev.Object = &o
-			ev.Type = Modified
-			if !live {
-				ev.Type = Added
-			}
+	spec := readSpec{stream: nodePodsStream, filter: prefix + ">", what: "pods of node " + node}
+	decode := func(m rawMsg, live bool) Event {
+		ev := Event{Key: strings.TrimPrefix(m.subject, prefix), Revision: m.seq, Trace: extractSpan(m.header)}
+		if isTombstone(m.header) || len(m.data) == 0 {
+			ev.Type = Deleted
 			return ev
-		},
-	})
+		}
+		var o *object.Object
+		if err := json.Unmarshal(m.data, &o); err != nil || o == nil {
+			ev.Type, ev.Err = Corrupt, &CorruptError{Resource: "node pod index", Key: ev.Key, Revision: m.seq, Reason: fmt.Sprint("not an object: ", err)}
+			return ev
+		}
+		ev.Object = o
+		ev.Type = Modified
+		if !live {
+			ev.Type = Added
+		}
+		return ev
+	}
+	return n.conn.watch(ctx, spec, 1024, true, decode), nil
 }

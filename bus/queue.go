@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,31 +12,29 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/homeostat/homeostat/clock"
 )
 
 // A work queue is a JetStream stream with work-queue retention and one
 // pending message per key (MaxMsgsPerSubject 1, older discarded), so that
-// duplicates fold. It may source kinds' buckets server-side, with a subject
-// transform from $KV.<bucket>.<key> to wq.<queue>.<key>: every write becomes
-// work with no dual write, and nothing is lost while no worker runs. Keys
-// can also be enqueued directly. Any number of workers in any number of
-// processes pull from one durable consumer and split the keys.
+// duplicates fold. Any number of workers in any number of processes pull
+// from one durable consumer and split the keys; nothing is lost while no
+// worker runs. Work is added by whoever sees a change (the informers of
+// every process running the controller): each addition names the
+// revisions that caused it, which makes its message id, so that the same
+// change seen by several processes is stored once (the stream's duplicate
+// window).
 
-// HeaderMinRevision on a direct enqueue names a bucket revision the worker's
-// cache must have reached: "<bucket>=<revision>".
-const HeaderMinRevision = "Homeostat-Min-Revision"
-
-// headerStreamSource is set by the server on sourced messages.
-const headerStreamSource = "Nats-Stream-Source"
+// headerMinRevision names a revision the worker's cache must have reached:
+// "<resource>=<revision>".
+const headerMinRevision = "Homeostat-Min-Revision"
 
 // QueueSpec describes a work queue.
 type QueueSpec struct {
 	// Name is the queue's name ([a-z0-9-]).
 	Name string
-	// Sources are buckets whose every write enqueues the written key.
-	Sources []string
 	// AckWait is how long a worker may hold a key before it is redelivered
 	// to another; workers extend it while they work. Default 30s.
 	AckWait time.Duration
@@ -48,7 +46,10 @@ type Queue struct {
 	spec   QueueSpec
 	stream string
 	prefix string
-	cons   jetstream.Consumer
+	log    func(msg string, args ...any)
+
+	mu   sync.Mutex
+	cons jetstream.Consumer
 }
 
 // Queue creates or opens a work queue and its shared durable consumer.
@@ -56,7 +57,7 @@ func (c *Conn) Queue(ctx context.Context, spec QueueSpec) (*Queue, error) {
 	if spec.AckWait == 0 {
 		spec.AckWait = 30 * time.Second
 	}
-	q := &Queue{conn: c, spec: spec, stream: "WQ_" + spec.Name, prefix: "wq." + spec.Name + "."}
+	q := &Queue{conn: c, spec: spec, stream: queueStream(spec.Name), prefix: "wq." + spec.Name + ".", log: c.log.Warn}
 	cfg := jetstream.StreamConfig{
 		Name:              q.stream,
 		Description:       "homeostat work queue " + spec.Name,
@@ -66,91 +67,124 @@ func (c *Conn) Queue(ctx context.Context, spec QueueSpec) (*Queue, error) {
 		Discard:           jetstream.DiscardOld,
 		Storage:           jetstream.FileStorage,
 		Replicas:          c.replicas,
-	}
-	for _, b := range spec.Sources {
-		cfg.Sources = append(cfg.Sources, &jetstream.StreamSource{
-			Name: "KV_" + b,
-			SubjectTransforms: []jetstream.SubjectTransformConfig{{
-				Source: "$KV." + b + ".>", Destination: q.prefix + ">",
-			}},
-		})
+		Duplicates:        2 * time.Minute,
 	}
 	if err := c.ensureStream(ctx, cfg); err != nil {
 		return nil, err
 	}
-	cons, err := c.JS.CreateOrUpdateConsumer(ctx, q.stream, jetstream.ConsumerConfig{
-		Durable:       "workers",
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       spec.AckWait,
-		MaxDeliver:    -1,
-		MaxAckPending: -1,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("bus: queue %s consumer: %w", spec.Name, err)
+	if _, err := q.consumer(ctx); err != nil {
+		return nil, err
 	}
-	q.cons = cons
 	return q, nil
 }
 
-// ensureStream creates a stream or brings an existing one to the
-// configuration, refusing a change of retention or storage.
-func (c *Conn) ensureStream(ctx context.Context, cfg jetstream.StreamConfig) error {
-	_, err := c.JS.CreateStream(ctx, cfg)
-	if err == nil {
+// consumer returns the durable consumer, creating it when it is not there
+// (first use, or deleted behind our back).
+func (q *Queue) consumer(ctx context.Context) (jetstream.Consumer, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.cons != nil {
+		return q.cons, nil
+	}
+	var cons jetstream.Consumer
+	err := q.conn.UntilAvailable(ctx, "queue "+q.spec.Name, func(ctx context.Context) error {
+		var err error
+		cons, err = q.conn.js.CreateOrUpdateConsumer(ctx, q.stream, jetstream.ConsumerConfig{
+			Durable:       "workers",
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       q.spec.AckWait,
+			MaxDeliver:    -1,
+			MaxAckPending: -1,
+		})
+		if err != nil {
+			return fmt.Errorf("bus: queue %s consumer: %w", q.spec.Name, translate(err))
+		}
 		return nil
-	}
-	if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-		return fmt.Errorf("bus: create stream %s: %w", cfg.Name, err)
-	}
-	st, err := c.JS.Stream(ctx, cfg.Name)
+	})
 	if err != nil {
-		return fmt.Errorf("bus: open stream %s: %w", cfg.Name, err)
+		return nil, err
 	}
-	have := st.CachedInfo().Config
-	if have.Retention != cfg.Retention || have.Storage != cfg.Storage || have.Replicas != cfg.Replicas {
-		return fmt.Errorf("%w: stream %s exists with retention %s, storage %s, replicas %d (want %s, %s, %d)",
-			ErrIncompatible, cfg.Name, have.Retention, have.Storage, have.Replicas, cfg.Retention, cfg.Storage, cfg.Replicas)
-	}
-	if reflect.DeepEqual(have.Sources, cfg.Sources) && reflect.DeepEqual(have.Subjects, cfg.Subjects) {
-		return nil
-	}
-	if _, err := c.JS.UpdateStream(ctx, cfg); err != nil {
-		return fmt.Errorf("bus: update stream %s: %w", cfg.Name, err)
-	}
-	return nil
+	q.cons = cons
+	return cons, nil
+}
+
+func (q *Queue) forgetConsumer() {
+	q.mu.Lock()
+	q.cons = nil
+	q.mu.Unlock()
 }
 
 // Name is the queue's name.
 func (q *Queue) Name() string { return q.spec.Name }
 
-// EnqueueMsg builds the message that enqueues key, carrying the trace
-// context of ctx and the revisions the worker must have seen.
-func (q *Queue) EnqueueMsg(ctx context.Context, key string, minRevs map[string]uint64) *nats.Msg {
-	hdr := nats.Header{}
-	for b, r := range minRevs {
-		hdr.Add(HeaderMinRevision, b+"="+strconv.FormatUint(r, 10))
-	}
-	otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(hdr))
-	return &nats.Msg{Subject: q.prefix + key, Header: hdr}
+// Work is one key to add to a queue.
+type Work struct {
+	Key string
+	// MinRevisions are revisions (by resource) the worker's caches must
+	// reach before acting: what caused the work. They also identify it:
+	// the same key with the same revisions is stored once.
+	MinRevisions map[string]uint64
+	// Trace continues the trace of the change that caused the work.
+	Trace trace.SpanContext
 }
 
-// Enqueue adds keys directly and waits until the queue has them.
-func (q *Queue) Enqueue(ctx context.Context, msgs ...*nats.Msg) error {
-	futures := make([]jetstream.PubAckFuture, 0, len(msgs))
-	for _, m := range msgs {
-		f, err := q.conn.JS.PublishMsgAsync(m)
+func (q *Queue) message(w Work) *nats.Msg {
+	hdr := nats.Header{}
+	res := make([]string, 0, len(w.MinRevisions))
+	for r := range w.MinRevisions {
+		res = append(res, r)
+	}
+	slices.Sort(res)
+	id := w.Key
+	for _, r := range res {
+		v := r + "=" + strconv.FormatUint(w.MinRevisions[r], 10)
+		hdr.Add(headerMinRevision, v)
+		id += "|" + v
+	}
+	if len(res) > 0 {
+		hdr.Set(jetstream.MsgIDHeader, id)
+	}
+	injectSpan(w.Trace, hdr)
+	return &nats.Msg{Subject: q.prefix + w.Key, Header: hdr}
+}
+
+// Add adds keys and waits until the queue has them.
+func (q *Queue) Add(ctx context.Context, work ...Work) error {
+	futures := make([]jetstream.PubAckFuture, 0, len(work))
+	for _, w := range work {
+		if !validKey(w.Key) {
+			return fmt.Errorf("%w: %q is not a valid key", ErrInvalid, w.Key)
+		}
+		f, err := q.conn.js.PublishMsgAsync(q.message(w))
 		if err != nil {
-			return fmt.Errorf("bus: enqueue %s: %w", m.Subject, translate(err))
+			return fmt.Errorf("bus: enqueue %s: %w", w.Key, translate(err))
 		}
 		futures = append(futures, f)
 	}
+	return waitAcks(ctx, futures)
+}
+
+// jsErrDuplicateInProcess: a message with the same id is being stored.
+const jsErrDuplicateInProcess = 10158
+
+// waitAcks waits for asynchronous publishes, for at most requestTimeout
+// (an acknowledgement lost with a stream's leader never comes). A message
+// whose id another publisher is storing at the same moment counts as
+// stored.
+func waitAcks(ctx context.Context, futures []jetstream.PubAckFuture) error {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	for _, f := range futures {
 		select {
 		case <-f.Ok():
 		case err := <-f.Err():
-			return fmt.Errorf("bus: enqueue %s: %w", f.Msg().Subject, translate(err))
+			var apiErr *jetstream.APIError
+			if errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrDuplicateInProcess {
+				continue // the same message, stored by another publisher
+			}
+			return fmt.Errorf("bus: publish %s: %w", f.Msg().Subject, translate(err))
 		case <-ctx.Done():
-			return ctx.Err()
+			return fmt.Errorf("bus: publish %s: %w", f.Msg().Subject, translate(ctx.Err()))
 		}
 	}
 	return nil
@@ -158,7 +192,11 @@ func (q *Queue) Enqueue(ctx context.Context, msgs ...*nats.Msg) error {
 
 // Depth is the number of keys waiting plus those being worked on or backed off.
 func (q *Queue) Depth(ctx context.Context) (pending, inFlight uint64, err error) {
-	info, err := q.cons.Info(ctx)
+	cons, err := q.consumer(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	info, err := cons.Info(ctx)
 	if err != nil {
 		return 0, 0, translate(err)
 	}
@@ -171,47 +209,70 @@ type Delivery struct {
 	// Attempt counts deliveries of this message, from 1; a new write of the
 	// key replaces the message and starts again at 1.
 	Attempt uint64
-	// MinRevisions are bucket revisions the worker's caches must reach
-	// before acting: the write that enqueued the key, or what a direct
-	// enqueue named.
+	// MinRevisions are resource revisions the worker's caches must reach
+	// before acting.
 	MinRevisions map[string]uint64
-	Header       nats.Header
-	msg          jetstream.Msg
+	// Trace is the trace context of whoever added the key.
+	Trace trace.SpanContext
+	msg   jetstream.Msg
+	q     *Queue
 }
 
 // Context returns ctx carrying the trace context of whoever enqueued the key.
-func (d *Delivery) Context(ctx context.Context) context.Context {
-	return otel.GetTextMapPropagator().Extract(ctx, propagation.HeaderCarrier(d.Header))
+func (d *Delivery) Context(ctx context.Context) context.Context { return WithSpan(ctx, d.Trace) }
+
+// Ack marks the key done, once the queue confirms it (see confirm).
+func (d *Delivery) Ack(ctx context.Context) error { return d.confirm(ctx, []byte("+ACK")) }
+
+// Retry hands the key back to be redelivered after delay, once the queue
+// confirms it (see confirm).
+func (d *Delivery) Retry(ctx context.Context, delay time.Duration) error {
+	return d.confirm(ctx, fmt.Appendf(nil, "-NAK {\"delay\": %d}", delay.Nanoseconds()))
 }
 
-// Ack marks the key done.
-func (d *Delivery) Ack() error { return translate(d.msg.Ack()) }
-
-// Retry hands the key back to be redelivered after delay.
-func (d *Delivery) Retry(delay time.Duration) error { return translate(d.msg.NakWithDelay(delay)) }
+// confirm sends an acknowledgement and waits for the queue's consumer
+// leader to confirm it, sending again until one does, for at most the
+// claim's AckWait (after which the key is redelivered anyway). A
+// fire-and-forget acknowledgement sent to a leader that just died is lost,
+// and the key would wait out AckWait however soon another leader took over.
+// Sending one twice is harmless: the second finds nothing pending.
+func (d *Delivery) confirm(ctx context.Context, body []byte) error {
+	reply := d.msg.Reply()
+	if reply == "" {
+		return fmt.Errorf("bus: delivery of %s cannot be acknowledged", d.Key)
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.q.spec.AckWait)
+	defer cancel()
+	pace := clock.Pace{First: 50 * time.Millisecond, Max: retryMax}
+	for {
+		// The confirmation takes a replication round; a second without it
+		// means the leader is gone or not yet caught up.
+		rctx, rcancel := context.WithTimeout(ctx, time.Second)
+		_, err := d.q.conn.nc.RequestWithContext(rctx, reply, body)
+		rcancel()
+		if err == nil {
+			return nil
+		}
+		if !pace.Wait(ctx) {
+			return wrap(ErrUnavailable, err)
+		}
+	}
+}
 
 // InProgress extends the worker's claim by another AckWait.
 func (d *Delivery) InProgress() error { return translate(d.msg.InProgress()) }
 
 func (q *Queue) delivery(m jetstream.Msg) *Delivery {
-	d := &Delivery{Key: strings.TrimPrefix(m.Subject(), q.prefix), Header: m.Headers(), msg: m, Attempt: 1}
+	hdr := m.Headers()
+	d := &Delivery{Key: strings.TrimPrefix(m.Subject(), q.prefix), msg: m, q: q, Attempt: 1,
+		Trace: extractSpan(hdr), MinRevisions: map[string]uint64{}}
 	if md, err := m.Metadata(); err == nil {
 		d.Attempt = md.NumDelivered
 	}
-	d.MinRevisions = map[string]uint64{}
-	// Nats-Stream-Source: "<stream> <seq> <filter> <transform> <subject> …"
-	if src := d.Header.Get(headerStreamSource); src != "" {
-		f := strings.Fields(src)
-		if len(f) >= 2 && strings.HasPrefix(f[0], "KV_") {
-			if rev, err := strconv.ParseUint(f[1], 10, 64); err == nil {
-				d.MinRevisions[f[0][3:]] = rev
-			}
-		}
-	}
-	for _, v := range d.Header.Values(HeaderMinRevision) {
-		if b, r, ok := strings.Cut(v, "="); ok {
-			if rev, err := strconv.ParseUint(r, 10, 64); err == nil && rev > d.MinRevisions[b] {
-				d.MinRevisions[b] = rev
+	for _, v := range hdr.Values(headerMinRevision) {
+		if r, rev, ok := strings.Cut(v, "="); ok {
+			if n, err := strconv.ParseUint(rev, 10, 64); err == nil && n > d.MinRevisions[r] {
+				d.MinRevisions[r] = n
 			}
 		}
 	}
@@ -219,28 +280,53 @@ func (q *Queue) delivery(m jetstream.Msg) *Delivery {
 }
 
 // Consume hands keys to handle, at most workers at a time, until ctx ends.
-// Then it stops pulling and waits for the handlers in flight, which should
-// finish their work (drain) with a context of their own.
+// A failure to pull (the bus lost a node, the consumer moved or vanished)
+// is not the end: it pulls again, recreating the consumer when needed.
+// When ctx ends it stops pulling and waits for the handlers in flight,
+// which should finish their work (drain) with a context of their own.
 func (q *Queue) Consume(ctx context.Context, workers int, handle func(*Delivery)) error {
-	if workers < 1 {
-		workers = 1
-	}
-	msgs, err := q.cons.Messages(jetstream.PullMaxMessages(workers), jetstream.PullExpiry(5*time.Second))
-	if err != nil {
-		return fmt.Errorf("bus: consume %s: %w", q.spec.Name, translate(err))
-	}
-	stop := context.AfterFunc(ctx, msgs.Stop)
-	defer stop()
+	workers = max(workers, 1)
 	sem := make(chan struct{}, workers)
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	pace := clock.Pace{First: 100 * time.Millisecond, Max: retryMax}
+	for ctx.Err() == nil {
+		err := q.consumeOnce(ctx, workers, sem, &wg, handle)
+		if ctx.Err() != nil {
+			break
+		}
+		consumeRestarts.WithLabelValues(q.spec.Name).Inc()
+		q.log("work queue consumption failed; pulling again", "queue", q.spec.Name, "err", err)
+		if errors.Is(err, ErrNotFound) {
+			q.forgetConsumer()
+		}
+		if !pace.Wait(ctx) {
+			break
+		}
+	}
+	return nil
+}
+
+func (q *Queue) consumeOnce(ctx context.Context, workers int, sem chan struct{}, wg *sync.WaitGroup, handle func(*Delivery)) error {
+	cons, err := q.consumer(ctx)
+	if err != nil {
+		return err
+	}
+	msgs, err := cons.Messages(jetstream.PullMaxMessages(workers), jetstream.PullExpiry(5*time.Second),
+		jetstream.PullHeartbeat(500*time.Millisecond))
+	if err != nil {
+		return translate(err)
+	}
+	stop := context.AfterFunc(ctx, msgs.Stop)
+	defer stop()
+	defer msgs.Stop()
 	for {
 		m, err := msgs.Next()
 		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("bus: consume %s: %w", q.spec.Name, translate(err))
+			return translate(err)
 		}
 		select {
 		case sem <- struct{}{}:
@@ -258,28 +344,27 @@ func (q *Queue) Consume(ctx context.Context, workers int, handle func(*Delivery)
 	}
 }
 
-// PublishBurst publishes n async messages of payload to distinct subjects
-// prefix<i>, each with a revision check, and returns the acknowledged rate
-// per second: the store's write ceiling on this machine.
-func (c *Conn) PublishBurst(ctx context.Context, prefix string, n int, payload []byte) (float64, error) {
+// MeasureWriteCeiling publishes n messages of payload to distinct keys of
+// a scratch bucket, each with a revision check as every object write has,
+// and returns the acknowledged rate per second: the store's write ceiling
+// on this machine.
+func (c *Conn) MeasureWriteCeiling(ctx context.Context, n int, payload []byte) (float64, error) {
+	if _, err := c.ensureBucket(ctx, bucketSpec{name: ceilingBucket, description: "homeostat write ceiling"}); err != nil {
+		return 0, err
+	}
+	prefix := kvPrefix(ceilingBucket) + strconv.FormatInt(time.Now().UnixNano(), 36) + "."
 	start := time.Now()
 	futures := make([]jetstream.PubAckFuture, 0, n)
 	for i := range n {
-		f, err := c.JS.PublishMsgAsync(&nats.Msg{Subject: prefix + strconv.Itoa(i), Data: payload},
+		f, err := c.js.PublishMsgAsync(&nats.Msg{Subject: prefix + strconv.Itoa(i), Data: payload},
 			jetstream.WithExpectLastSequencePerSubject(0))
 		if err != nil {
 			return 0, translate(err)
 		}
 		futures = append(futures, f)
 	}
-	for _, f := range futures {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			return 0, translate(err)
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		}
+	if err := waitAcks(ctx, futures); err != nil {
+		return 0, err
 	}
 	return float64(n) / time.Since(start).Seconds(), nil
 }

@@ -7,14 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/propagation"
 
+	"github.com/homeostat/homeostat/clock"
 	"github.com/homeostat/homeostat/object"
 )
 
@@ -29,9 +29,13 @@ const (
 	kvPurge  = "PURGE"
 )
 
-// StoreSpec describes the bucket that holds one kind.
+// StoreSpec describes the store of one kind.
 type StoreSpec struct {
-	Bucket     string
+	// Resource names the kind as Kubernetes does: "pods",
+	// "replicasets.apps", "widgets.example.com".
+	Resource string
+	// Kind, when set, is the kind every stored object must have.
+	Kind       string
 	Namespaced bool
 	// TTL expires objects this long after their last write (events).
 	TTL time.Duration
@@ -42,63 +46,45 @@ type StoreSpec struct {
 // revisions are the objects' resourceVersions. It is safe for concurrent use.
 type Store struct {
 	conn       *Conn
-	kv         jetstream.KeyValue
 	spec       StoreSpec
+	bucket     string
 	subjPrefix string
-	meta       jetstream.KeyValue
 	now        func() time.Time
 }
 
-// metaBucket holds the store's own bookkeeping (compaction revisions).
-const metaBucket = "hs_meta"
-
 // Store opens (creating when needed) the store for a kind. Stores are cached
-// per bucket, so every caller shares one.
+// per resource, so every caller shares one.
 func (c *Conn) Store(ctx context.Context, spec StoreSpec) (*Store, error) {
+	if spec.Resource == "" {
+		return nil, fmt.Errorf("%w: StoreSpec.Resource is required", ErrInvalid)
+	}
 	c.mu.Lock()
-	s, ok := c.stores[spec.Bucket]
+	s, ok := c.stores[spec.Resource]
 	c.mu.Unlock()
 	if ok {
 		return s, nil
 	}
-	kv, err := c.EnsureBucket(ctx, BucketSpec{Name: spec.Bucket, TTL: spec.TTL})
-	if err != nil {
+	bucket := bucketName(spec.Resource)
+	if _, err := c.ensureBucket(ctx, bucketSpec{name: bucket, ttl: spec.TTL}); err != nil {
 		return nil, err
 	}
-	meta, err := c.EnsureBucket(ctx, BucketSpec{Name: metaBucket, Description: "homeostat bookkeeping"})
-	if err != nil {
+	if _, err := c.ensureBucket(ctx, bucketSpec{name: metaBucket, description: "homeostat bookkeeping"}); err != nil {
 		return nil, err
 	}
-	s = &Store{conn: c, kv: kv, spec: spec, subjPrefix: "$KV." + spec.Bucket + ".", meta: meta, now: time.Now}
+	s = &Store{conn: c, spec: spec, bucket: bucket, subjPrefix: kvPrefix(bucket), now: time.Now}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if prev, ok := c.stores[spec.Bucket]; ok {
+	if prev, ok := c.stores[spec.Resource]; ok {
 		return prev, nil
 	}
-	c.stores[spec.Bucket] = s
+	c.stores[spec.Resource] = s
 	return s, nil
 }
 
-// DropStore deletes a kind's bucket and everything in it.
-func (c *Conn) DropStore(ctx context.Context, bucket string) error {
-	c.mu.Lock()
-	delete(c.stores, bucket)
-	c.mu.Unlock()
-	err := c.JS.DeleteKeyValue(ctx, bucket)
-	if err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) && !errors.Is(err, jetstream.ErrStreamNotFound) {
-		return fmt.Errorf("bus: drop %s: %w", bucket, err)
-	}
-	return nil
-}
+// Resource names the store's kind.
+func (s *Store) Resource() string { return s.spec.Resource }
 
-// Bucket names the store's bucket.
-func (s *Store) Bucket() string { return s.spec.Bucket }
-
-// Stream names the JetStream stream behind the bucket.
-func (s *Store) Stream() string { return "KV_" + s.spec.Bucket }
-
-// Subject is the subject a key's writes are published on.
-func (s *Store) Subject(key string) string { return s.subjPrefix + key }
+func (s *Store) stream() string { return kvStream(s.bucket) }
 
 // Namespaced reports whether keys carry a namespace.
 func (s *Store) Namespaced() bool { return s.spec.Namespaced }
@@ -115,13 +101,31 @@ func Revision(rv string) (uint64, error) {
 	return n, nil
 }
 
+// decode reads a stored value as the object of key. A value that is not
+// one (undecodable, null, naming another object or kind) is a
+// *CorruptError: nothing above the bus ever sees it as an object.
 func (s *Store) decode(key string, data []byte, rev uint64) (*object.Object, error) {
-	var o object.Object
+	bad := func(format string, args ...any) error {
+		return &CorruptError{Resource: s.spec.Resource, Key: key, Revision: rev, Reason: fmt.Sprintf(format, args...)}
+	}
+	var o *object.Object
 	if err := json.Unmarshal(data, &o); err != nil {
-		return nil, fmt.Errorf("bus: %s/%s holds undecodable data at revision %d: %w", s.spec.Bucket, key, rev, err)
+		return nil, bad("not JSON: %v", err)
+	}
+	if o == nil {
+		return nil, bad("the value is null")
+	}
+	ns, name := object.SplitKey(key, s.spec.Namespaced)
+	switch {
+	case o.Metadata.Name != name:
+		return nil, bad("metadata.name is %q, not %q", o.Metadata.Name, name)
+	case o.Metadata.Namespace != ns:
+		return nil, bad("metadata.namespace is %q, not %q", o.Metadata.Namespace, ns)
+	case s.spec.Kind != "" && o.Kind != s.spec.Kind:
+		return nil, bad("kind is %q, not %s", o.Kind, s.spec.Kind)
 	}
 	o.Metadata.ResourceVersion = strconv.FormatUint(rev, 10)
-	return &o, nil
+	return o, nil
 }
 
 func encode(o *object.Object) ([]byte, error) {
@@ -130,25 +134,63 @@ func encode(o *object.Object) ([]byte, error) {
 	return json.Marshal(&c)
 }
 
-// Get reads the latest version of a key.
+// Get reads the latest version of a key from the stream's leader, so that
+// it sees every write acknowledged before it.
 func (s *Store) Get(ctx context.Context, key string) (*object.Object, error) {
-	e, err := s.kv.Get(ctx, key)
+	m, err := s.lastLive(ctx, key)
 	if err != nil {
-		return nil, fmt.Errorf("%s %q: %w", s.spec.Bucket, key, translate(err))
+		return nil, err
 	}
-	return s.decode(key, e.Value(), e.Revision())
+	return s.decode(key, m.data, m.seq)
 }
 
-// publish writes data to key if the key's last revision is still expect.
+// Raw reads the stored bytes of a key and their revision, whether or not
+// they hold a valid object: the way to look at a corrupt value.
+func (s *Store) Raw(ctx context.Context, key string) ([]byte, uint64, error) {
+	m, err := s.lastLive(ctx, key)
+	if err != nil {
+		return nil, 0, err
+	}
+	return m.data, m.seq, nil
+}
+
+func (s *Store) lastLive(ctx context.Context, key string) (*storedMsg, error) {
+	if !validKey(key) {
+		return nil, fmt.Errorf("%w: %q is not a valid key", ErrInvalid, key)
+	}
+	m, err := s.conn.lastMsg(ctx, s.stream(), s.subjPrefix+key)
+	if err == nil && m.tombstone() {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s %q: %w", s.spec.Resource, key, err)
+	}
+	return m, nil
+}
+
+// validKey accepts what can be a subject token sequence: no wildcards,
+// spaces or empty tokens.
+func validKey(key string) bool {
+	if key == "" || strings.HasPrefix(key, ".") || strings.HasSuffix(key, ".") || strings.Contains(key, "..") {
+		return false
+	}
+	return !strings.ContainsAny(key, " \t\r\n*>")
+}
+
+// publish writes data to key if the key's last revision is still expect,
+// carrying the trace context of ctx.
 func (s *Store) publish(ctx context.Context, key string, data []byte, expect uint64, hdr nats.Header) (uint64, error) {
+	if !validKey(key) {
+		return 0, fmt.Errorf("%w: %q is not a valid key", ErrInvalid, key)
+	}
 	if hdr == nil {
 		hdr = nats.Header{}
 	}
-	otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(hdr))
+	injectTrace(ctx, hdr)
 	msg := &nats.Msg{Subject: s.subjPrefix + key, Header: hdr, Data: data}
-	ack, err := s.conn.JS.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(expect))
+	ack, err := s.conn.casPublish(ctx, s.stream(), msg, expect)
 	if err != nil {
-		return 0, translate(err)
+		return 0, err
 	}
 	return ack.Sequence, nil
 }
@@ -166,7 +208,7 @@ func (s *Store) Create(ctx context.Context, o *object.Object) (*object.Object, e
 	}
 	if s.spec.Namespaced != (n.Metadata.Namespace != "") {
 		return nil, fmt.Errorf("%w: metadata.namespace must be %s for %s", ErrInvalid,
-			map[bool]string{true: "set", false: "empty"}[s.spec.Namespaced], s.spec.Bucket)
+			map[bool]string{true: "set", false: "empty"}[s.spec.Namespaced], s.spec.Resource)
 	}
 	n.Metadata.UID = uuid.NewString()
 	n.Metadata.CreationTimestamp = s.now().UTC().Truncate(time.Second)
@@ -183,7 +225,7 @@ func (s *Store) Create(ctx context.Context, o *object.Object) (*object.Object, e
 	if errors.Is(err, ErrConflict) {
 		// The key has a history: reuse it only if its last entry is a tombstone.
 		var last uint64
-		last, err = s.tombstoneRevision(ctx, key)
+		last, err = s.tombstoneRevision(ctx, key, nil)
 		if err == nil {
 			rev, err = s.publish(ctx, key, data, last, nats.Header{HeaderOp: []string{opCreate}})
 		}
@@ -192,16 +234,17 @@ func (s *Store) Create(ctx context.Context, o *object.Object) (*object.Object, e
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s %q: %w", s.spec.Bucket, key, err)
+		return nil, fmt.Errorf("%s %q: %w", s.spec.Resource, key, err)
 	}
 	n.Metadata.ResourceVersion = strconv.FormatUint(rev, 10)
 	return n, nil
 }
 
 // createOver creates n (already filled in) over a tombstone, or reports
-// ErrAlreadyExists when the key holds a live object.
-func (s *Store) createOver(ctx context.Context, n *object.Object) (*object.Object, error) {
-	last, err := s.tombstoneRevision(ctx, n.Key())
+// ErrAlreadyExists when the key holds a live object (ErrFenced when a fence
+// refuses authority a).
+func (s *Store) createOver(ctx context.Context, n *object.Object, a *Authority) (*object.Object, error) {
+	last, err := s.tombstoneRevision(ctx, n.Key(), a)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +254,7 @@ func (s *Store) createOver(ctx context.Context, n *object.Object) (*object.Objec
 	}
 	rev, err := s.publish(ctx, n.Key(), data, last, nats.Header{HeaderOp: []string{opCreate}})
 	if errors.Is(err, ErrConflict) {
-		return nil, fmt.Errorf("%s %q: %w", s.spec.Bucket, n.Key(), ErrAlreadyExists)
+		return nil, fmt.Errorf("%s %q: %w", s.spec.Resource, n.Key(), ErrAlreadyExists)
 	}
 	if err != nil {
 		return nil, err
@@ -221,34 +264,23 @@ func (s *Store) createOver(ctx context.Context, n *object.Object) (*object.Objec
 }
 
 // tombstoneRevision returns the revision of the delete marker a key ends
-// with, or ErrAlreadyExists when it holds a live value.
-func (s *Store) tombstoneRevision(ctx context.Context, key string) (uint64, error) {
-	msg, err := s.lastMsg(ctx, key)
+// with, or ErrAlreadyExists when it holds a live value, or ErrFenced when
+// the marker is a fence that refuses authority a.
+func (s *Store) tombstoneRevision(ctx context.Context, key string, a *Authority) (uint64, error) {
+	msg, err := s.conn.lastMsg(ctx, s.stream(), s.subjPrefix+key)
 	if errors.Is(err, ErrNotFound) {
 		return 0, nil
 	}
 	if err != nil {
 		return 0, err
 	}
-	if op := msg.Header.Get(kvOp); op == kvDel || op == kvPurge || msg.Header.Get(jetstream.MarkerReasonHeader) != "" {
-		return msg.Sequence, nil
+	if s.fenced(msg, a) {
+		return 0, fmt.Errorf("%s %q: %w", s.spec.Resource, key, ErrFenced)
+	}
+	if msg.tombstone() {
+		return msg.seq, nil
 	}
 	return 0, ErrAlreadyExists
-}
-
-func (s *Store) lastMsg(ctx context.Context, key string) (*jetstream.RawStreamMsg, error) {
-	stream, err := s.conn.JS.Stream(ctx, s.Stream())
-	if err != nil {
-		return nil, translate(err)
-	}
-	msg, err := stream.GetLastMsgForSubject(ctx, s.subjPrefix+key)
-	if err != nil {
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return nil, ErrNotFound
-		}
-		return nil, translate(err)
-	}
-	return msg, nil
 }
 
 // UpdateOptions tune Update.
@@ -279,7 +311,7 @@ func (s *Store) Update(ctx context.Context, o *object.Object, opts UpdateOptions
 		}
 	}
 	if cur.Metadata.ResourceVersion != o.Metadata.ResourceVersion {
-		return nil, fmt.Errorf("%s %q: %w (have %s, latest %s)", s.spec.Bucket, key, ErrConflict,
+		return nil, fmt.Errorf("%s %q: %w (have %s, latest %s)", s.spec.Resource, key, ErrConflict,
 			o.Metadata.ResourceVersion, cur.Metadata.ResourceVersion)
 	}
 	n := o.Clone()
@@ -306,7 +338,7 @@ func (s *Store) Update(ctx context.Context, o *object.Object, opts UpdateOptions
 	}
 	nrev, err := s.publish(ctx, key, data, rev, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%s %q: %w", s.spec.Bucket, key, err)
+		return nil, fmt.Errorf("%s %q: %w", s.spec.Resource, key, err)
 	}
 	n.Metadata.ResourceVersion = strconv.FormatUint(nrev, 10)
 	return n, nil
@@ -327,7 +359,7 @@ func (s *Store) remove(ctx context.Context, o *object.Object, rev uint64) (*obje
 	hdr := nats.Header{kvOp: []string{kvDel}}
 	nrev, err := s.publish(ctx, n.Key(), data, rev, hdr)
 	if err != nil {
-		return nil, fmt.Errorf("%s %q: %w", s.spec.Bucket, n.Key(), err)
+		return nil, fmt.Errorf("%s %q: %w", s.spec.Resource, n.Key(), err)
 	}
 	n.Metadata.ResourceVersion = strconv.FormatUint(nrev, 10)
 	return n, nil
@@ -343,24 +375,53 @@ type DeleteOptions struct {
 	// stays, with deletionTimestamp set, until its owner of the process
 	// (the node agent) deletes it with a zero grace period.
 	GracePeriodSeconds *int64
+	// Fence, when set, is the generation of the object's controller that
+	// removes it: the object, and the tombstone it leaves, refuse creates
+	// on the authority of its earlier generations (see Fence).
+	Fence int64
 }
 
 // Delete removes an object, or marks it for deletion when it has
 // finalizers or a grace period. It returns the object as it now stands and
 // whether it is gone. Without a Revision precondition a concurrent write is
-// retried; with one, it is a conflict.
+// retried until ctx ends, as an unconditional delete must not fail on a
+// race; with one, it is a conflict. A corrupt value (see ErrCorrupt) is
+// removed as it is, with no object to return and no uid to check.
 func (s *Store) Delete(ctx context.Context, key string, opts DeleteOptions) (*object.Object, bool, error) {
 	for attempt := 0; ; attempt++ {
 		cur, err := s.Get(ctx, key)
+		var ce *CorruptError
+		if errors.As(err, &ce) {
+			return nil, true, s.removeCorrupt(ctx, ce, opts)
+		}
 		if err != nil {
 			return nil, false, err
 		}
 		o, gone, err := s.deleteOnce(ctx, cur, opts)
-		if errors.Is(err, ErrConflict) && opts.Revision == 0 && attempt < 10 {
+		if errors.Is(err, ErrConflict) && opts.Revision == 0 && opts.UID == "" && ctx.Err() == nil {
+			conflictPause(ctx, attempt)
 			continue
 		}
 		return o, gone, err
 	}
+}
+
+// conflictPause spreads out retries after repeated conflicts on one key.
+func conflictPause(ctx context.Context, attempt int) {
+	if attempt >= 3 {
+		clock.Sleep(ctx, time.Duration(min(attempt, 20))*time.Millisecond)
+	}
+}
+
+// removeCorrupt writes a bare tombstone over a corrupt value.
+func (s *Store) removeCorrupt(ctx context.Context, ce *CorruptError, opts DeleteOptions) error {
+	if opts.UID != "" || (opts.Revision != 0 && opts.Revision != ce.Revision) {
+		return fmt.Errorf("%s %q: %w (the stored value is corrupt, so a precondition cannot hold)", s.spec.Resource, ce.Key, ErrConflict)
+	}
+	if _, err := s.publish(ctx, ce.Key, nil, ce.Revision, nats.Header{kvOp: []string{kvDel}}); err != nil {
+		return fmt.Errorf("%s %q: %w", s.spec.Resource, ce.Key, err)
+	}
+	return nil
 }
 
 func (s *Store) deleteOnce(ctx context.Context, cur *object.Object, opts DeleteOptions) (*object.Object, bool, error) {
@@ -370,21 +431,26 @@ func (s *Store) deleteOnce(ctx context.Context, cur *object.Object, opts DeleteO
 	}
 	if opts.Revision != 0 && opts.Revision != rev {
 		return nil, false, fmt.Errorf("%s %q: %w (precondition revision %d, latest %d)",
-			s.spec.Bucket, cur.Key(), ErrConflict, opts.Revision, rev)
+			s.spec.Resource, cur.Key(), ErrConflict, opts.Revision, rev)
 	}
 	if opts.UID != "" && opts.UID != cur.Metadata.UID {
 		return nil, false, fmt.Errorf("%s %q: %w (precondition uid %s, stored %s)",
-			s.spec.Bucket, cur.Key(), ErrConflict, opts.UID, cur.Metadata.UID)
+			s.spec.Resource, cur.Key(), ErrConflict, opts.UID, cur.Metadata.UID)
 	}
 	graceful := opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds > 0
 	if len(cur.Metadata.Finalizers) == 0 && !graceful {
-		o, err := s.remove(ctx, cur, rev)
+		o, err := s.remove(ctx, withFence(cur, opts.Fence), rev)
 		return o, err == nil, err
 	}
+	n := withFence(cur, opts.Fence)
 	if cur.Metadata.Deleting() {
-		return cur, false, nil
+		if n == cur {
+			return cur, false, nil
+		}
+		// Already going, but not fenced as far: fence it as it is.
+		return s.republish(ctx, n, rev)
 	}
-	n := cur.Clone()
+	n = n.Clone()
 	t := s.now().UTC().Truncate(time.Second)
 	if graceful {
 		t = t.Add(time.Duration(*opts.GracePeriodSeconds) * time.Second)
@@ -392,13 +458,18 @@ func (s *Store) deleteOnce(ctx context.Context, cur *object.Object, opts DeleteO
 		n.Metadata.DeletionGracePeriodSeconds = &g
 	}
 	n.Metadata.DeletionTimestamp = &t
+	return s.republish(ctx, n, rev)
+}
+
+// republish writes n over revision rev of a deleting object.
+func (s *Store) republish(ctx context.Context, n *object.Object, rev uint64) (*object.Object, bool, error) {
 	data, err := encode(n)
 	if err != nil {
 		return nil, false, err
 	}
 	nrev, err := s.publish(ctx, n.Key(), data, rev, nil)
 	if err != nil {
-		return nil, false, fmt.Errorf("%s %q: %w", s.spec.Bucket, n.Key(), err)
+		return nil, false, fmt.Errorf("%s %q: %w", s.spec.Resource, n.Key(), err)
 	}
 	n.Metadata.ResourceVersion = strconv.FormatUint(nrev, 10)
 	return n, false, nil
@@ -417,10 +488,17 @@ func randomSuffix() string {
 	return string(b)
 }
 
+// CreateOptions tune CreateMany.
+type CreateOptions struct {
+	// Authority, when set, is the controller generation the objects are
+	// created for; a key it has fenced since refuses them (ErrFenced).
+	Authority *Authority
+}
+
 // CreateMany creates objects with pipelined (asynchronous) publishes, which
 // is several times faster than one Create after another, and returns one
-// error (nil, ErrAlreadyExists, …) per object.
-func (s *Store) CreateMany(ctx context.Context, objs []*object.Object) ([]*object.Object, []error) {
+// error (nil, ErrAlreadyExists, ErrFenced, …) per object.
+func (s *Store) CreateMany(ctx context.Context, objs []*object.Object, opts CreateOptions) ([]*object.Object, []error) {
 	out := make([]*object.Object, len(objs))
 	errs := make([]error, len(objs))
 	futures := make([]jetstream.PubAckFuture, len(objs))
@@ -439,9 +517,9 @@ func (s *Store) CreateMany(ctx context.Context, objs []*object.Object) ([]*objec
 			continue
 		}
 		hdr := nats.Header{HeaderOp: []string{opCreate}}
-		otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(hdr))
+		injectTrace(ctx, hdr)
 		msg := &nats.Msg{Subject: s.subjPrefix + n.Key(), Header: hdr, Data: data}
-		f, err := s.conn.JS.PublishMsgAsync(msg, jetstream.WithExpectLastSequencePerSubject(0))
+		f, err := s.conn.js.PublishMsgAsync(msg, jetstream.WithExpectLastSequencePerSubject(0))
 		if err != nil {
 			errs[i] = translate(err)
 			continue
@@ -461,10 +539,74 @@ func (s *Store) CreateMany(ctx context.Context, objs []*object.Object) ([]*objec
 				continue
 			}
 			// Taken, or a key with history (a tombstone) to create over.
-			out[i], errs[i] = s.createOver(ctx, out[i])
+			out[i], errs[i] = s.createOver(ctx, out[i], opts.Authority)
 		case <-ctx.Done():
 			errs[i] = ctx.Err()
 		}
 	}
 	return out, errs
+}
+
+// PutRaw writes data to key as it is, with no check of any kind, and
+// returns its revision: for fault injection (a buggy writer, anyone on the
+// NATS port) and for repairs. Readers see what it wrote as a corrupt value
+// unless it is a valid object of its key.
+func (s *Store) PutRaw(ctx context.Context, key string, data []byte) (uint64, error) {
+	if !validKey(key) {
+		return 0, fmt.Errorf("%w: %q is not a valid key", ErrInvalid, key)
+	}
+	ack, err := s.conn.publish(ctx, &nats.Msg{Subject: s.subjPrefix + key, Data: data})
+	if err != nil {
+		return 0, translate(err)
+	}
+	return ack.Sequence, nil
+}
+
+// ConsumerCount is how many consumers the server holds on the store's
+// stream: lists and watches of every process, each alive only while it reads.
+func (s *Store) ConsumerCount(ctx context.Context) (int, error) {
+	st, err := s.conn.js.Stream(ctx, s.stream())
+	if err != nil {
+		return 0, translate(err)
+	}
+	return st.CachedInfo().State.Consumers, nil
+}
+
+// DeleteAll deletes every object of the store, as when its kind is no
+// longer defined, and returns how many it deleted. Each goes with its own
+// tombstone, so watchers see every delete; the bucket stays, so that the
+// kind's revisions keep growing should it be defined again (a bucket
+// deleted and made anew would start over at 1, and could even be made
+// from the old one's files while the server still removes them).
+func (s *Store) DeleteAll(ctx context.Context) (int, error) {
+	snap, err := s.snapshot(ctx, "")
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for key, o := range snap.items {
+		// Gone outright, finalizers or not: nothing will finalize a kind
+		// that is no longer there.
+		for {
+			rev, _ := Revision(o.Metadata.ResourceVersion)
+			_, err = s.remove(ctx, o, rev)
+			if !errors.Is(err, ErrConflict) {
+				break
+			}
+			if o, err = s.Get(ctx, key); err != nil {
+				break
+			}
+		}
+		if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrCorrupt) {
+			return n, err
+		}
+		n++
+	}
+	for _, ce := range snap.corrupt {
+		if err := s.removeCorrupt(ctx, ce, DeleteOptions{}); err != nil && !errors.Is(err, ErrConflict) {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }

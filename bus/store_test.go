@@ -19,7 +19,7 @@ import (
 
 func newStore(t *testing.T, c *bus.Conn) *bus.Store {
 	t.Helper()
-	s, err := c.Store(context.Background(), bus.StoreSpec{Bucket: "hs_widgets", Namespaced: true})
+	s, err := c.Store(context.Background(), bus.StoreSpec{Resource: "widgets.example.com", Kind: "Widget", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,13 +332,13 @@ func TestRestartKeepsObjects(t *testing.T) {
 func TestIncompatibleBucketRefused(t *testing.T) {
 	ctx := context.Background()
 	c := bustest.Conn(t)
-	if _, err := c.EnsureBucket(ctx, bus.BucketSpec{Name: "hs_x", TTL: time.Hour}); err != nil {
+	if _, err := c.Store(ctx, bus.StoreSpec{Resource: "xs", TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.EnsureBucket(ctx, bus.BucketSpec{Name: "hs_x", TTL: time.Hour}); err != nil {
+	if _, err := bustest.Client(t, c).Store(ctx, bus.StoreSpec{Resource: "xs", TTL: time.Hour}); err != nil {
 		t.Fatalf("same config twice: %v", err)
 	}
-	_, err := c.EnsureBucket(ctx, bus.BucketSpec{Name: "hs_x"})
+	_, err := bustest.Client(t, c).Store(ctx, bus.StoreSpec{Resource: "xs"})
 	if !errors.Is(err, bus.ErrIncompatible) {
 		t.Fatalf("different ttl: got %v, want ErrIncompatible", err)
 	}
@@ -354,7 +354,7 @@ func TestConcurrentSetup(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := c.Store(ctx, bus.StoreSpec{Bucket: "hs_shared", Namespaced: true})
+			_, err := c.Store(ctx, bus.StoreSpec{Resource: "shared", Namespaced: true})
 			errs <- err
 		}()
 	}

@@ -64,7 +64,7 @@ func TestConnectOverTLS(t *testing.T) {
 		t.Fatalf("connect with the CA: %v", err)
 	}
 	defer c.Close()
-	if _, err := c.Store(ctx, bus.StoreSpec{Bucket: "hs_tls", Namespaced: true}); err != nil {
+	if _, err := c.Store(ctx, bus.StoreSpec{Resource: "tls", Namespaced: true}); err != nil {
 		t.Fatalf("store over TLS: %v", err)
 	}
 	if c2, err := bus.Connect(ctx, bus.Config{URLs: srv.ClientURL(), TLS: &tls.Config{MinVersion: tls.VersionTLS12}}); err == nil {

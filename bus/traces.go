@@ -2,7 +2,6 @@ package bus
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -37,37 +36,22 @@ func (c *Conn) SpanSink(ctx context.Context) (*SpanSink, error) {
 
 // PublishSpan stores one encoded span of traceID.
 func (s *SpanSink) PublishSpan(_ context.Context, traceID string, data []byte) error {
-	_, err := s.conn.JS.PublishMsgAsync(&nats.Msg{Subject: tracesPrefix + traceID, Data: data})
+	_, err := s.conn.js.PublishMsgAsync(&nats.Msg{Subject: tracesPrefix + traceID, Data: data})
 	return translate(err)
 }
 
 // Spans returns the stored spans of a trace.
 func (s *SpanSink) Spans(ctx context.Context, traceID string) ([][]byte, error) {
-	cons, err := s.conn.JS.OrderedConsumer(ctx, tracesStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{tracesPrefix + traceID}, DeliverPolicy: jetstream.DeliverAllPolicy,
-	})
-	if err != nil {
-		return nil, translate(err)
-	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return nil, translate(err)
-	}
 	var out [][]byte
-	for remaining := info.NumPending; remaining > 0; {
-		batch, err := cons.Fetch(int(min(remaining, 1000)), jetstream.FetchMaxWait(2*time.Second))
-		if err != nil {
-			return nil, translate(err)
-		}
-		n := uint64(0)
-		for m := range batch.Messages() {
-			out = append(out, m.Data())
-			n++
-		}
-		if n == 0 {
-			return nil, fmt.Errorf("%w: reading trace %s", ErrUnavailable, traceID)
-		}
-		remaining -= n
-	}
-	return out, nil
+	err := s.conn.read(ctx, readSpec{stream: tracesStream, filter: tracesPrefix + traceID, start: 1, what: "trace " + traceID, tries: oneShotTries},
+		func(m rawMsg) error {
+			if m.seq > 0 {
+				out = append(out, m.data)
+			}
+			if m.caughtUp {
+				return errStopRead
+			}
+			return nil
+		})
+	return out, err
 }

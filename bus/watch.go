@@ -2,14 +2,10 @@ package bus
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/homeostat/homeostat/object"
 )
@@ -17,33 +13,34 @@ import (
 // EventType says what happened to a key.
 type EventType string
 
-// Event types. Synced is the marker that follows the initial state.
+// Event types. Synced is the marker that says the watch has caught up
+// (after the initial state, or the backlog of a resumed watch); its
+// Revision is the last one it has delivered.
 const (
 	Added    EventType = "ADDED"
 	Modified EventType = "MODIFIED"
 	Deleted  EventType = "DELETED"
 	Synced   EventType = "SYNCED"
-	Failed   EventType = "ERROR"
+	// Corrupt: the key now holds a value that is not a valid object (see
+	// ErrCorrupt); Err says why. Watchers treat the key as absent.
+	Corrupt EventType = "CORRUPT"
+	// Failed ends a watch that cannot go on (ErrGone: list again).
+	Failed EventType = "ERROR"
 )
 
 // Event is one change seen by a watch.
 type Event struct {
 	Type     EventType
 	Key      string
-	Object   *object.Object // for Deleted, the object's last state
+	Object   *object.Object // for Deleted, the object's last state when known
 	Revision uint64
-	// Header carries the trace context of the write.
-	Header nats.Header
-	Err    error
+	// Trace is the trace context of the write.
+	Trace trace.SpanContext
+	Err   error
 }
 
 // Context returns ctx carrying the trace context of the write that caused the event.
-func (e Event) Context(ctx context.Context) context.Context {
-	if len(e.Header) == 0 {
-		return ctx
-	}
-	return otel.GetTextMapPropagator().Extract(ctx, propagation.HeaderCarrier(e.Header))
-}
+func (e Event) Context(ctx context.Context) context.Context { return WithSpan(ctx, e.Trace) }
 
 // WatchOptions tune Watch.
 type WatchOptions struct {
@@ -72,162 +69,100 @@ func (s *Store) filter(namespace, key string) string {
 // Watch streams changes until ctx ends, then closes the channel. With no
 // AfterRevision it first sends every live object as Added, then Synced, then
 // changes: a list and a watch in one. Resuming from a revision whose deletes
-// have been compacted fails with ErrGone.
+// have been compacted fails with ErrGone, from one the store has not
+// reached with ErrFutureRevision. A watch survives the loss of its
+// delivery (see read); it ends with a Failed event only when it cannot go
+// on, for instance when it fell behind a compaction while disconnected.
 func (s *Store) Watch(ctx context.Context, opts WatchOptions) (<-chan Event, error) {
+	last, err := s.conn.lastSeq(ctx, s.stream())
+	if err != nil {
+		return nil, fmt.Errorf("bus: watch %s: %w", s.spec.Resource, err)
+	}
+	if opts.AfterRevision > last {
+		return nil, fmt.Errorf("%w: %s resourceVersion %d is ahead of the latest revision %d",
+			ErrFutureRevision, s.spec.Resource, opts.AfterRevision, last)
+	}
 	if err := s.checkNotCompacted(ctx, opts.AfterRevision); err != nil {
 		return nil, err
 	}
-	recheck := func() error { return s.checkNotCompacted(ctx, opts.AfterRevision) }
-	return s.conn.watchStream(ctx, streamWatch{
-		stream: s.Stream(), filter: s.filter(opts.Namespace, opts.Key), after: opts.AfterRevision,
-		buffer: opts.Buffer, decode: s.toEvent, afterStart: recheck, name: s.spec.Bucket,
-	})
+	spec := readSpec{stream: s.stream(), filter: s.filter(opts.Namespace, opts.Key), what: "watch " + s.spec.Resource,
+		check: func(ctx context.Context, next uint64) error { return s.checkNotCompacted(ctx, next-1) }}
+	if opts.AfterRevision > 0 {
+		spec.start = opts.AfterRevision + 1
+	}
+	return s.conn.watch(ctx, spec, opts.Buffer, opts.AfterRevision == 0, s.toEvent), nil
 }
 
-// streamWatch describes a watch over any stream whose last message per
-// subject is the state of a key.
-type streamWatch struct {
-	stream, filter, name string
-	after                uint64
-	buffer               int
-	decode               func(subject string, hdr nats.Header, data []byte, seq uint64, live bool) Event
-	afterStart           func() error
-}
-
-func (c *Conn) watchStream(ctx context.Context, sw streamWatch) (<-chan Event, error) {
-	cfg := jetstream.OrderedConsumerConfig{
-		FilterSubjects:    []string{sw.filter},
-		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
-		InactiveThreshold: time.Minute,
+// watch runs a read on its own goroutine and hands its messages, decoded,
+// to a channel, with Synced once it has caught up. When initial, what
+// comes before Synced is the current state (all Added, deleted keys
+// left out).
+func (c *Conn) watch(ctx context.Context, spec readSpec, buffer int, initial bool, decode func(rawMsg, bool) Event) <-chan Event {
+	if buffer == 0 {
+		buffer = 256
 	}
-	if sw.after > 0 {
-		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
-		cfg.OptStartSeq = sw.after + 1
-	}
-	cons, err := c.JS.OrderedConsumer(ctx, sw.stream, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("bus: watch %s: %w", sw.name, translate(err))
-	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("bus: watch %s: %w", sw.name, translate(err))
-	}
-	// A compaction that raced the consumer's start is caught here: it
-	// records its revision before it purges.
-	if sw.afterStart != nil {
-		if err := sw.afterStart(); err != nil {
-			return nil, err
+	ch := make(chan Event, buffer)
+	send := func(ev Event) error {
+		select {
+		case ch <- ev:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
-	buf := sw.buffer
-	if buf == 0 {
-		buf = 256
-	}
-	w := &watchState{
-		name:    sw.name,
-		decode:  sw.decode,
-		ch:      make(chan Event, buf),
-		initial: sw.after == 0,
-		pending: info.NumPending,
-	}
-	msgs, err := cons.Messages()
-	if err != nil {
-		return nil, fmt.Errorf("bus: watch %s: %w", sw.name, translate(err))
-	}
-	go w.run(ctx, msgs)
-	return w.ch, nil
-}
-
-type watchState struct {
-	name     string
-	decode   func(subject string, hdr nats.Header, data []byte, seq uint64, live bool) Event
-	ch       chan Event
-	initial  bool
-	pending  uint64
-	received uint64
-	synced   bool
-}
-
-func (w *watchState) run(ctx context.Context, msgs jetstream.MessagesContext) {
-	defer close(w.ch)
-	stop := context.AfterFunc(ctx, msgs.Stop)
-	defer stop()
-	defer msgs.Stop()
-	if w.pending == 0 && !w.send(ctx, Event{Type: Synced}) {
-		return
-	}
-	w.synced = w.pending == 0
-	for {
-		m, err := msgs.Next()
-		if err != nil {
-			if ctx.Err() == nil {
-				w.send(ctx, Event{Type: Failed, Err: fmt.Errorf("bus: watch %s: %w", w.name, translate(err))})
+	synced := false
+	last := max(spec.start, 1) - 1 // the revision the watch has reached
+	go func() {
+		defer close(ch)
+		err := c.read(ctx, spec, func(m rawMsg) error {
+			if m.seq > 0 {
+				last = m.seq
+				live := synced || !initial
+				ev := decode(m, live)
+				if ev.Type != "" && (live || ev.Type != Deleted) {
+					if err := send(ev); err != nil {
+						return err
+					}
+				}
 			}
-			return
+			if !synced && m.caughtUp {
+				synced = true
+				return send(Event{Type: Synced, Revision: last})
+			}
+			return nil
+		})
+		if err != nil && ctx.Err() == nil && !errors.Is(err, context.Canceled) {
+			_ = send(Event{Type: Failed, Err: err})
 		}
-		if !w.handle(ctx, m) {
-			return
-		}
-	}
-}
-
-func (w *watchState) handle(ctx context.Context, m jetstream.Msg) bool {
-	md, err := m.Metadata()
-	if err != nil {
-		return true
-	}
-	ev := w.decode(m.Subject(), m.Headers(), m.Data(), md.Sequence.Stream, w.synced || !w.initial)
-	if ev.Type != "" && !(ev.Type == Deleted && !w.synced && w.initial) {
-		if !w.send(ctx, ev) {
-			return false
-		}
-	}
-	if !w.synced {
-		w.received++
-		if w.received >= w.pending || md.NumPending == 0 {
-			w.synced = true
-			return w.send(ctx, Event{Type: Synced})
-		}
-	}
-	return true
-}
-
-func (w *watchState) send(ctx context.Context, ev Event) bool {
-	select {
-	case w.ch <- ev:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	}()
+	return ch
 }
 
 // toEvent classifies one stored message. Before sync, every value is Added.
-func (s *Store) toEvent(subject string, hdr nats.Header, data []byte, seq uint64, live bool) Event {
-	key := subject[len(s.subjPrefix):]
-	ev := Event{Key: key, Revision: seq, Header: hdr}
-	op := hdr.Get(kvOp)
-	if op == "" && hdr.Get(jetstream.MarkerReasonHeader) != "" {
-		op = kvDel
-	}
+func (s *Store) toEvent(m rawMsg, live bool) Event {
+	key := m.subject[len(s.subjPrefix):]
+	ev := Event{Key: key, Revision: m.seq, Trace: extractSpan(m.header)}
 	switch {
-	case op == kvDel || op == kvPurge:
+	case isTombstone(m.header):
+		// A bare fence deletes nothing a watcher has seen: it carries no
+		// object, so that clients pass over it.
 		ev.Type = Deleted
-	case !live || hdr.Get(HeaderOp) == opCreate:
+		if len(m.data) > 0 && m.header.Get(HeaderOp) != opFence {
+			if o, err := s.decode(key, m.data, m.seq); err == nil {
+				ev.Object = o
+			}
+		}
+		return ev
+	case !live || m.header.Get(HeaderOp) == opCreate:
 		ev.Type = Added
 	default:
 		ev.Type = Modified
 	}
-	if len(data) > 0 {
-		var o object.Object
-		if err := json.Unmarshal(data, &o); err != nil {
-			ev.Type, ev.Err = Failed, fmt.Errorf("bus: %s/%s undecodable at revision %d: %w", s.spec.Bucket, key, seq, err)
-			return ev
-		}
-		o.Metadata.ResourceVersion = fmt.Sprint(seq)
-		ev.Object = &o
+	o, err := s.decode(key, m.data, m.seq)
+	if err != nil {
+		ev.Type, ev.Err = Corrupt, err
+		return ev
 	}
-	if ev.Object == nil && ev.Type != Deleted {
-		return Event{}
-	}
+	ev.Object = o
 	return ev
 }

@@ -1,0 +1,132 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/homeostat/homeostat/object"
+)
+
+// Fences let a controller take back a decision to create that may still be
+// in flight. A controller that creates objects in fixed slots (a
+// ReplicaSet's pods <name>-0, -1, …) may have a reconcile working from an
+// older generation of its spec, whose creates land late: after a lost
+// acknowledgement, from a connection that stalled, from another process.
+// Before it counts a slot as empty for good, the controller fences it: the
+// key's last entry, a tombstone, names the controller's generation that
+// emptied it, and a create made on the authority of an earlier generation
+// of the same controller is refused with ErrFenced. Writing the fence is a
+// compare-and-swap on the key, so either the late create lands first (and
+// the fence fails, showing the object) or the fence does (and the create
+// fails). A deletion carries its fence on the object (FenceAnnotation), so
+// the tombstone left when the object goes fences the slot too.
+
+// FenceAnnotation, on an object being deleted and on the tombstone it
+// leaves, is the generation of its controller that removed it.
+const FenceAnnotation = "homeostat.io/fence"
+
+// opFence marks a bare fence: a tombstone over a key with no object, which
+// watchers pass over.
+const opFence = "fence"
+
+// Authority is the controller, at one generation of its spec, on whose
+// behalf objects are created.
+type Authority struct {
+	Owner      string // the controller's uid
+	Generation int64
+}
+
+// FenceOf is the generation of its controller that fenced o (a deleting
+// object), 0 when none did.
+func FenceOf(o *object.Object) int64 { return fenceOf(o, ownerUID(o)) }
+
+func fenceOf(o *object.Object, owner string) int64 {
+	ref, ok := o.Metadata.ControllerOf()
+	if !ok || ref.UID != owner {
+		return 0
+	}
+	n, _ := strconv.ParseInt(o.Metadata.Annotations[FenceAnnotation], 10, 64)
+	return n
+}
+
+// fenced reports whether a tombstone refuses a create on authority a.
+func (s *Store) fenced(m *storedMsg, a *Authority) bool {
+	if a == nil || m == nil || !m.tombstone() || len(m.data) == 0 {
+		return false
+	}
+	o, err := s.decode(m.subject[len(s.subjPrefix):], m.data, m.seq)
+	return err == nil && fenceOf(o, a.Owner) > a.Generation
+}
+
+// withFence is o carrying a fence at generation gen (never lowering one).
+func withFence(o *object.Object, gen int64) *object.Object {
+	if gen <= 0 || fenceOf(o, ownerUID(o)) >= gen {
+		return o
+	}
+	n := o.Clone()
+	n.Metadata.Annotations = cloneMap(n.Metadata.Annotations)
+	n.Metadata.Annotations[FenceAnnotation] = strconv.FormatInt(gen, 10)
+	return n
+}
+
+func ownerUID(o *object.Object) string {
+	ref, _ := o.Metadata.ControllerOf()
+	return ref.UID
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// Fence makes sure key holds no object that owner's generations before gen
+// may create: it writes a bare fence over an empty key. When the key holds
+// a live object it returns it with ErrAlreadyExists; when a fence at gen or
+// later is already there, it does nothing.
+func (s *Store) Fence(ctx context.Context, key string, owner object.OwnerReference, gen int64) (*object.Object, error) {
+	if !validKey(key) {
+		return nil, fmt.Errorf("%w: %q is not a valid key", ErrInvalid, key)
+	}
+	ns, name := object.SplitKey(key, s.spec.Namespaced)
+	stub := &object.Object{APIVersion: owner.APIVersion, Kind: s.spec.Kind, Metadata: object.Meta{
+		Name: name, Namespace: ns, OwnerReferences: []object.OwnerReference{owner},
+		Annotations: map[string]string{FenceAnnotation: strconv.FormatInt(gen, 10)},
+	}}
+	data, err := json.Marshal(stub)
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		var expect uint64
+		m, err := s.conn.lastMsg(ctx, s.stream(), s.subjPrefix+key)
+		switch {
+		case errors.Is(err, ErrNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("%s %q: %w", s.spec.Resource, key, err)
+		case !m.tombstone():
+			o, err := s.decode(key, m.data, m.seq)
+			if err != nil {
+				return nil, err
+			}
+			return o, fmt.Errorf("%s %q: %w", s.spec.Resource, key, ErrAlreadyExists)
+		case s.fenced(m, &Authority{Owner: owner.UID, Generation: gen - 1}):
+			return nil, nil
+		default:
+			expect = m.seq
+		}
+		hdr := nats.Header{kvOp: []string{kvDel}, HeaderOp: []string{opFence}}
+		_, err = s.publish(ctx, key, data, expect, hdr)
+		if !errors.Is(err, ErrConflict) || attempt >= 5 {
+			return nil, err
+		}
+		conflictPause(ctx, attempt)
+	}
+}

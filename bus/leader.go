@@ -1,0 +1,131 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Reads that must see every acknowledged write go to the stream's leader
+// through the JetStream API ($JS.API.STREAM.MSG.GET), not through direct
+// gets, which any replica may answer from behind the leader.
+
+type storedMsg struct {
+	subject string
+	seq     uint64
+	header  nats.Header
+	data    []byte
+	time    time.Time
+}
+
+// tombstone reports a delete marker: our deletes, purges, and markers the
+// server leaves when a key's time to live runs out.
+func (m *storedMsg) tombstone() bool { return isTombstone(m.header) }
+
+func isTombstone(h nats.Header) bool {
+	op := h.Get(kvOp)
+	return op == kvDel || op == kvPurge || h.Get(jetstream.MarkerReasonHeader) != ""
+}
+
+type msgGetRequest struct {
+	Seq      uint64 `json:"seq,omitempty"`
+	LastFor  string `json:"last_by_subj,omitempty"`
+	NextFor  string `json:"next_by_subj,omitempty"`
+	NoHeader bool   `json:"no_hdr,omitempty"`
+}
+
+type msgGetResponse struct {
+	Message *struct {
+		Subject string    `json:"subject"`
+		Seq     uint64    `json:"seq"`
+		Header  []byte    `json:"hdrs"`
+		Data    []byte    `json:"data"`
+		Time    time.Time `json:"time"`
+	} `json:"message"`
+	Error *jetstream.APIError `json:"error"`
+}
+
+// leaderGet asks the stream's leader for one message; ErrNotFound when
+// there is none.
+func (c *Conn) leaderGet(ctx context.Context, stream string, req msgGetRequest) (*storedMsg, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	reply, err := c.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, body)
+	if err != nil {
+		return nil, translate(err)
+	}
+	var resp msgGetResponse
+	if err := json.Unmarshal(reply.Data, &resp); err != nil {
+		return nil, fmt.Errorf("bus: get from %s: %w", stream, err)
+	}
+	if resp.Error != nil {
+		if resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound {
+			return nil, ErrNotFound
+		}
+		return nil, translate(resp.Error)
+	}
+	if resp.Message == nil {
+		return nil, ErrNotFound
+	}
+	m := &storedMsg{subject: resp.Message.Subject, seq: resp.Message.Seq, data: resp.Message.Data, time: resp.Message.Time}
+	if len(resp.Message.Header) > 0 {
+		if m.header, err = nats.DecodeHeadersMsg(resp.Message.Header); err != nil {
+			return nil, fmt.Errorf("bus: get from %s: headers: %w", stream, err)
+		}
+	}
+	return m, nil
+}
+
+// lastMsg is the latest message of a subject, tombstones included.
+func (c *Conn) lastMsg(ctx context.Context, stream, subject string) (*storedMsg, error) {
+	return c.leaderGet(ctx, stream, msgGetRequest{LastFor: subject})
+}
+
+// lastSeq is the stream's last sequence, as its leader knows it.
+func (c *Conn) lastSeq(ctx context.Context, stream string) (uint64, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	st, err := c.js.Stream(ctx, stream)
+	if err != nil {
+		return 0, translate(err)
+	}
+	return st.CachedInfo().State.LastSeq, nil
+}
+
+// nextAfter is the sequence of the first message matching filter after
+// after, as the leader knows it; 0 when there is none.
+func (c *Conn) nextAfter(ctx context.Context, stream, filter string, after uint64) (uint64, error) {
+	m, err := c.leaderGet(ctx, stream, msgGetRequest{Seq: after + 1, NextFor: filter, NoHeader: true})
+	if errors.Is(err, ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return m.seq, nil
+}
+
+// subjects lists the subjects matching filter that hold a message (a
+// value or a delete marker), as the stream's leader knows them.
+func (c *Conn) subjects(ctx context.Context, stream, filter string) (map[string]uint64, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	st, err := c.js.Stream(ctx, stream)
+	if err != nil {
+		return nil, translate(err)
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(filter))
+	if err != nil {
+		return nil, translate(err)
+	}
+	return info.State.Subjects, nil
+}

@@ -1,0 +1,112 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/homeostat/homeostat/clock"
+)
+
+// Writes. Each attempt of a publish gets publishTry: its answer takes one
+// replication round, and a stream leader that died holding the message
+// never sends one. When an attempt goes unanswered, the write is made
+// again soon after a new leader is elected, instead of after a long
+// timeout; a compare-and-swap write carries an id of its own, so that one
+// whose answer was lost is recognised in the stream if it landed.
+
+// publishTry bounds each attempt of a publish.
+const publishTry = time.Second
+
+// headerWriteID marks a compare-and-swap write with an id of its own.
+const headerWriteID = "Homeostat-Write-Id"
+
+// publish stores msg in its stream and returns the acknowledgement, in at
+// most requestTimeout, trying again while the bus cannot answer. Only for
+// writes that may harmlessly land twice (unconditional puts of the same
+// bytes).
+func (c *Conn) publish(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	pace := clock.Pace{First: 50 * time.Millisecond, Max: retryMax}
+	for {
+		ack, err := c.publishOnce(ctx, msg, opts...)
+		if err == nil || !errors.Is(err, ErrUnavailable) || !pace.Wait(ctx) {
+			return ack, err
+		}
+	}
+}
+
+func (c *Conn) publishOnce(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	ctx, cancel := context.WithTimeout(ctx, publishTry)
+	defer cancel()
+	ack, err := c.js.PublishMsg(ctx, msg, opts...)
+	return ack, translate(err)
+}
+
+// casPublish stores msg if its subject's last sequence in stream is still
+// expect, in at most requestTimeout.
+//
+// A refused or unanswered attempt is checked against what the leader
+// holds. The subject's last message is this write: an earlier attempt
+// landed (its answer was lost), success. The subject moved past expect: a
+// conflict, unless an earlier attempt went unanswered (it may have landed
+// and been overwritten since), then the outcome is unknown
+// (ErrUnavailable). The subject still stands at expect: nothing landed
+// yet, so the write is made again. That also covers a leader's refusal of
+// a write whose subject has another write in flight through consensus,
+// which no read shows yet: answering that with a conflict would tell the
+// client of a change it cannot see, and that may yet fail.
+func (c *Conn) casPublish(ctx context.Context, stream string, msg *nats.Msg, expect uint64, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	id := uuid.NewString()
+	if msg.Header == nil {
+		msg.Header = nats.Header{}
+	}
+	msg.Header.Set(headerWriteID, id)
+	opts = append(opts, jetstream.WithExpectLastSequencePerSubject(expect))
+	pace := clock.Pace{First: 5 * time.Millisecond, Max: retryMax}
+	uncertain := false
+	for {
+		ack, err := c.publishOnce(ctx, msg, opts...)
+		if err == nil || !errors.Is(err, ErrConflict) && !errors.Is(err, ErrUnavailable) {
+			return ack, err
+		}
+		uncertain = uncertain || errors.Is(err, ErrUnavailable)
+		if uncertain && !errors.Is(err, ErrUnavailable) {
+			err = wrap(ErrUnavailable, err) // what is known is that nothing is known
+		}
+		now, mine, lerr := c.standing(ctx, stream, msg.Subject, id)
+		switch {
+		case lerr == nil && mine:
+			return &jetstream.PubAck{Stream: stream, Sequence: now}, nil
+		case lerr == nil && now != expect:
+			return nil, err
+		case lerr != nil && !errors.Is(lerr, ErrUnavailable):
+			return nil, err
+		}
+		if !pace.Wait(ctx) {
+			return nil, err
+		}
+	}
+}
+
+// standing is the subject's last sequence (0: none) as the leader holds
+// it, and whether that message is the write with id.
+func (c *Conn) standing(ctx context.Context, stream, subject, id string) (seq uint64, mine bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, publishTry)
+	defer cancel()
+	m, err := c.lastMsg(ctx, stream, subject)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, err
+	}
+	return m.seq, m.header.Get(headerWriteID) == id, nil
+}
