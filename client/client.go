@@ -13,11 +13,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/homeostat/homeostat/clock"
 	"github.com/homeostat/homeostat/object"
 )
 
@@ -25,10 +32,16 @@ import (
 type Client struct {
 	base string
 	http *http.Client
+	// readRetry bounds how long an idempotent read keeps trying while the
+	// API or its bus cannot answer.
+	readRetry time.Duration
 
 	mu        sync.Mutex
 	resources []Resource
 }
+
+// DefaultReadRetry is how long reads keep trying through a failover.
+const DefaultReadRetry = 30 * time.Second
 
 // New returns a client for the API at server (http://host:port).
 func New(server string, hc *http.Client) *Client {
@@ -38,15 +51,75 @@ func New(server string, hc *http.Client) *Client {
 	if !strings.Contains(server, "://") {
 		server = "http://" + server
 	}
-	return &Client{base: strings.TrimSuffix(server, "/"), http: hc}
+	return &Client{base: strings.TrimSuffix(server, "/"), http: hc, readRetry: DefaultReadRetry}
 }
+
+// SetReadRetry sets how long reads (GET) keep trying while the API
+// answers 503 or 429, or cannot be reached; 0 tries once.
+func (c *Client) SetReadRetry(d time.Duration) { c.readRetry = d }
 
 // Server is the base URL.
 func (c *Client) Server() string { return c.base }
 
 // Do sends a request and decodes a JSON response into out (when non-nil).
-// A non-2xx answer becomes an *object.Status error.
+// A non-2xx answer becomes an *object.Status error. A read (GET) is
+// idempotent, so while the API is unavailable (503, 429, no connection) it
+// is tried again with a growing pause, as the API's Retry-After asks, for
+// up to the client's read retry.
 func (c *Client) Do(ctx context.Context, method, path string, body []byte, contentType string, out any) error {
+	if method != http.MethodGet || c.readRetry <= 0 {
+		return c.do(ctx, method, path, body, contentType, out)
+	}
+	// Options, not fields set afterwards: the first pause is taken from the
+	// initial interval when the backoff is built.
+	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(100*time.Millisecond),
+		backoff.WithMaxInterval(2*time.Second), backoff.WithMaxElapsedTime(c.readRetry))
+	for {
+		err := c.do(ctx, method, path, body, contentType, out)
+		wait, retriable := retryAfter(err)
+		if !retriable {
+			return err
+		}
+		d := b.NextBackOff()
+		if d == backoff.Stop {
+			return err
+		}
+		// Retry-After is honoured, but never past the read retry.
+		d = max(d, wait)
+		if b.GetElapsedTime()+d > c.readRetry {
+			return err
+		}
+		if !clock.Sleep(ctx, d) {
+			return err
+		}
+	}
+}
+
+// unavailableError is a 503 or 429, with the pause the server asked for.
+type unavailableError struct {
+	*object.Status
+	after time.Duration
+}
+
+func (e *unavailableError) Unwrap() error { return e.Status }
+
+// retryAfter says whether err is worth trying again, and after how long
+// at least.
+func retryAfter(err error) (time.Duration, bool) {
+	var ue *unavailableError
+	var ne net.Error
+	switch {
+	case err == nil:
+		return 0, false
+	case errors.As(err, &ue):
+		return ue.after, true
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.As(err, &ne) && ne.Timeout():
+		return 0, true
+	}
+	return 0, false
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body []byte, contentType string, out any) error {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -70,6 +143,12 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte, conte
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return err
+	}
+	if resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests {
+		var st *object.Status
+		errors.As(statusError(resp.StatusCode, data), &st)
+		secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+		return &unavailableError{Status: st, after: time.Duration(secs) * time.Second}
 	}
 	if resp.StatusCode/100 != 2 {
 		return statusError(resp.StatusCode, data)
@@ -114,6 +193,9 @@ type ListOptions struct {
 	FieldSelector string
 	Limit         int
 	Continue      string
+	// AllowWatchBookmarks asks a watch for BOOKMARK events: one each time it
+	// has caught up, the first after the initial events.
+	AllowWatchBookmarks bool
 }
 
 func (o ListOptions) query() string {
@@ -214,6 +296,9 @@ func (c *Client) Watch(ctx context.Context, res Resource, namespace, name string
 	}
 	if resourceVersion != "" {
 		q.Set("resourceVersion", resourceVersion)
+	}
+	if opts.AllowWatchBookmarks {
+		q.Set("allowWatchBookmarks", "true")
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+res.Path(namespace, name)+"?"+q.Encode(), nil)
 	if err != nil {

@@ -45,6 +45,7 @@ const (
 	ReasonForbidden             = "Forbidden"
 	ReasonInternalError         = "InternalError"
 	ReasonServiceUnavailable    = "ServiceUnavailable"
+	ReasonTimeout               = "Timeout"
 	ReasonUnauthorized          = "Unauthorized"
 )
 

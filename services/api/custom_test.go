@@ -3,8 +3,10 @@ package api_test
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/testenv/poll"
 )
 
 const widgetDef = `
@@ -61,7 +63,7 @@ func TestCustomKindAcrossReplicas(t *testing.T) {
 	// Deleting the definition stops serving the kind everywhere, objects and all.
 	mustCode(t, call(t, "DELETE", b+"/apis/homeostat.io/v1/resourcedefinitions/widgets.example.com", "", ""), http.StatusOK, "")
 	mustCode(t, call(t, "GET", b+widgets+"/w1", "", ""), http.StatusNotFound, object.ReasonNotFound)
-	waitFor(t, "replica a to stop serving widgets", func() bool {
+	poll.Until(t, "replica a to stop serving widgets", 15*time.Second, func() bool {
 		resp, err := http.Get(a + widgets)
 		if err != nil {
 			return false

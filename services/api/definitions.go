@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/clock"
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/schemas"
@@ -26,20 +27,20 @@ func (s *Service) watchDefinitions(ctx context.Context) error {
 		ch, err := st.Watch(ctx, bus.WatchOptions{})
 		if err != nil {
 			s.log.Warn("watching ResourceDefinitions", "err", err)
-			if !sleep(ctx, time.Second) {
+			if !clock.Sleep(ctx, time.Second) {
 				break
 			}
 			continue
 		}
 		for ev := range ch {
-			s.applyDefinition(ev)
+			s.applyDefinition(ctx, ev)
 		}
 		s.ready.Store(false)
 	}
 	return nil
 }
 
-func (s *Service) applyDefinition(ev bus.Event) {
+func (s *Service) applyDefinition(ctx context.Context, ev bus.Event) {
 	switch ev.Type {
 	case bus.Synced:
 		s.ready.Store(true)
@@ -48,9 +49,7 @@ func (s *Service) applyDefinition(ev bus.Event) {
 			s.unregister(ev.Object)
 			return
 		}
-		if _, err := s.reg.Register(ev.Object); err != nil {
-			s.log.Warn("ResourceDefinition not served", "name", ev.Object.Metadata.Name, "err", err)
-		}
+		s.register(ctx, ev.Object)
 	case bus.Deleted:
 		if ev.Object != nil {
 			s.unregister(ev.Object)
@@ -67,44 +66,44 @@ func (s *Service) unregister(def *object.Object) {
 	}
 }
 
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
 // afterWrite applies what a write means beyond the store: a written
 // ResourceDefinition is served by this replica before the response goes out.
 func (s *Service) afterWrite(r *http.Request, ref *resourceRef, o *object.Object) {
 	if ref.res.Custom || ref.res.Kind != "ResourceDefinition" {
 		return
 	}
-	if _, err := s.reg.Register(o); err != nil {
-		s.log.Warn("ResourceDefinition not served", "name", o.Metadata.Name, "err", err)
+	s.register(r.Context(), o)
+}
+
+// register serves a defined kind.
+func (s *Service) register(_ context.Context, def *object.Object) {
+	if _, err := s.reg.Register(def); err != nil {
+		s.log.Warn("ResourceDefinition not served", "name", def.Metadata.Name, "err", err)
 	}
 }
 
 // afterDelete: a deleted ResourceDefinition stops being served, and its
-// objects go with it.
+// objects go with it (finalizers notwithstanding, as with a
+// CustomResourceDefinition). The kind comes from the deleted definition
+// itself, not from the registry: the definitions watch may have
+// unregistered it already.
 func (s *Service) afterDelete(r *http.Request, ref *resourceRef, o *object.Object) {
 	if ref.res.Custom || ref.res.Kind != "ResourceDefinition" {
 		return
 	}
 	var spec schemas.DefinitionSpec
 	if err := o.DecodeSpec(&spec); err != nil {
+		s.log.Warn("a deleted ResourceDefinition does not decode; its objects stay", "name", o.Metadata.Name, "err", err)
 		return
 	}
-	res, ok := s.reg.Lookup(spec.Group, spec.Version, spec.Plural)
 	s.reg.Unregister(spec.Group, spec.Plural)
-	if ok {
-		if err := s.bus.DropStore(r.Context(), res.Bucket()); err != nil {
-			s.log.Warn("dropping the objects of a deleted kind", "kind", res.GroupResource(), "err", err)
-		}
+	resource := spec.Plural + "." + spec.Group
+	st, err := s.bus.Store(r.Context(), bus.StoreSpec{Resource: resource, Kind: spec.Kind, Namespaced: spec.Scope != "Cluster"})
+	if err == nil {
+		_, err = st.DeleteAll(r.Context())
+	}
+	if err != nil {
+		s.log.Warn("deleting the objects of a deleted kind", "kind", resource, "err", err)
 	}
 }
 

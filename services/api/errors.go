@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/object"
@@ -19,6 +20,8 @@ type apiError struct {
 	reason  string
 	message string
 	details *object.StatusDetails
+	// retryAfter, in seconds, tells a client when to try again.
+	retryAfter int
 }
 
 func (e *apiError) Error() string { return e.message }
@@ -76,12 +79,29 @@ func storeError(res *resourceRef, name string, err error) *apiError {
 		return newError(http.StatusGone, object.ReasonGone, "%v; list again to get a current resourceVersion", err)
 	case errors.Is(err, bus.ErrInvalid):
 		return badRequest("%v", err)
-	case errors.Is(err, bus.ErrUnavailable):
-		return newError(http.StatusServiceUnavailable, object.ReasonServiceUnavailable, "the store is unavailable: %v", err)
+	case errors.Is(err, bus.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		return unavailable("the store is unavailable: %v", err)
+	case errors.Is(err, bus.ErrFutureRevision):
+		e := newError(http.StatusGatewayTimeout, object.ReasonTimeout, "Too large resource version: %v", err)
+		e.details = &object.StatusDetails{Causes: []object.StatusCause{{Type: "ResourceVersionTooLarge", Message: "Too large resource version"}}}
+		return e
+	case errors.Is(err, bus.ErrCorrupt):
+		e := newError(http.StatusInternalServerError, object.ReasonInternalError,
+			"%v; read the stored bytes with GET on its raw subresource, or remove it with DELETE", err)
+		e.details = &object.StatusDetails{Name: name, Group: res.group, Kind: res.plural,
+			Causes: []object.StatusCause{{Type: "CorruptObject", Message: err.Error()}}}
+		return e
 	case errors.Is(err, context.Canceled):
 		return newError(499, object.ReasonBadRequest, "request canceled")
 	}
 	return newError(http.StatusInternalServerError, object.ReasonInternalError, "%v", err)
+}
+
+// unavailable is a 503 that asks the client to come back shortly.
+func unavailable(format string, args ...any) *apiError {
+	e := newError(http.StatusServiceUnavailable, object.ReasonServiceUnavailable, format, args...)
+	e.retryAfter = 1
+	return e
 }
 
 func writeStatus(w http.ResponseWriter, log *slog.Logger, e *apiError) {
@@ -93,6 +113,9 @@ func writeStatus(w http.ResponseWriter, log *slog.Logger, e *apiError) {
 		Message: e.message, Reason: e.reason, Details: e.details, Code: e.code,
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if e.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.retryAfter))
+	}
 	w.WriteHeader(e.code)
 	_ = json.NewEncoder(w).Encode(st)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/homeostat/homeostat/client"
 	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/services/api"
+	"github.com/homeostat/homeostat/testenv/poll"
 )
 
 // startAPI runs an API service over conn on a random port and returns its base URL.
@@ -42,7 +43,7 @@ func startAPI(t *testing.T, conn *bus.Conn, mutate ...func(*api.Config)) string 
 		}
 	})
 	base := "http://" + ln.Addr().String()
-	waitFor(t, "api ready", func() bool {
+	poll.Until(t, "api ready", 15*time.Second, func() bool {
 		resp, err := http.Get(base + "/readyz")
 		if err != nil {
 			return false
@@ -51,17 +52,6 @@ func startAPI(t *testing.T, conn *bus.Conn, mutate ...func(*api.Config)) string 
 		return resp.StatusCode == http.StatusOK
 	})
 	return base
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 type response struct {

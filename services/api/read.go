@@ -11,6 +11,7 @@ import (
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/reconcile"
 )
 
 func (s *Service) get(w http.ResponseWriter, r *http.Request, ref *resourceRef) *apiError {
@@ -19,6 +20,20 @@ func (s *Service) get(w http.ResponseWriter, r *http.Request, ref *resourceRef) 
 		return storeError(ref, ref.name, err)
 	}
 	writeJSON(w, http.StatusOK, o)
+	return nil
+}
+
+// raw serves the stored bytes of a key as they are, valid object or not:
+// how to look at a value that GET refuses as corrupt.
+func (s *Service) raw(w http.ResponseWriter, r *http.Request, ref *resourceRef) *apiError {
+	data, rev, err := ref.store.Raw(r.Context(), ref.key())
+	if err != nil {
+		return storeError(ref, ref.name, err)
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("X-Resource-Version", strconv.FormatUint(rev, 10))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(data)
 	return nil
 }
 
@@ -112,6 +127,7 @@ func (s *Service) list(w http.ResponseWriter, r *http.Request, ref *resourceRef)
 	if err != nil {
 		return storeError(ref, "", err)
 	}
+	s.reportCorrupt(w, r, ref, res.Corrupt)
 	items := res.Items
 	if len(f.fields) > 0 {
 		items = items[:0]
@@ -134,6 +150,17 @@ func (s *Service) list(w http.ResponseWriter, r *http.Request, ref *resourceRef)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// reportCorrupt tells the client, in Warning headers as Kubernetes does,
+// which keys a list left out because their values are not valid objects,
+// and records a Warning event on each.
+func (s *Service) reportCorrupt(w http.ResponseWriter, r *http.Request, ref *resourceRef, bad []*bus.CorruptError) {
+	k := reconcile.KindOf(ref.res)
+	for _, ce := range bad {
+		w.Header().Add("Warning", fmt.Sprintf("299 - %q", ce.Error()+"; left out of the list"))
+		s.events.CorruptObject(r.Context(), k, ce.Key, ce)
+	}
 }
 
 // watch streams newline-delimited events. resourceVersion "" or "0" starts
@@ -169,6 +196,27 @@ func (s *Service) watch(w http.ResponseWriter, r *http.Request, ref *resourceRef
 	if err != nil {
 		return storeError(ref, ref.name, err)
 	}
+	st := &watchStream{ref: ref, f: f, resumed: after > 0, bookmarks: q.Get("allowWatchBookmarks") == "true",
+		sent: map[string]bool{}, rev: after}
+	st.serve(w, ch)
+	return nil
+}
+
+// watchStream writes one watch's events as newline-delimited JSON.
+type watchStream struct {
+	ref       *resourceRef
+	f         filters
+	resumed   bool
+	bookmarks bool
+	// sent tracks the keys the client holds: objects that stop matching
+	// the selector are reported as DELETED, as Kubernetes does, so the
+	// client's view of the selection stays right.
+	sent map[string]bool
+	rev  uint64 // the last revision the client has been told of
+	told bool   // the initial events are over
+}
+
+func (st *watchStream) serve(w http.ResponseWriter, ch <-chan bus.Event) {
 	flusher, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Transfer-Encoding", "chunked")
@@ -177,29 +225,48 @@ func (s *Service) watch(w http.ResponseWriter, r *http.Request, ref *resourceRef
 		flusher.Flush()
 	}
 	enc := json.NewEncoder(w)
-	// Objects that stop matching the selector are reported as DELETED, as
-	// Kubernetes does, so a client's view of the selection stays right.
-	sent := map[string]bool{}
 	for ev := range ch {
-		typ, obj := s.watchEvent(ev, f, sent, after > 0)
+		typ, obj := st.event(ev)
 		if typ == "" {
 			continue
 		}
 		raw, _ := json.Marshal(obj)
 		if err := enc.Encode(object.WatchEvent{Type: typ, Object: raw}); err != nil {
-			return nil
+			return
 		}
 		if flusher != nil {
 			flusher.Flush()
 		}
 	}
-	return nil
+}
+
+// event maps a store event to what the client sees, if anything.
+func (st *watchStream) event(ev bus.Event) (string, any) {
+	st.rev = max(st.rev, ev.Revision)
+	switch ev.Type {
+	case bus.Synced:
+		// Caught up: with bookmarks asked for, say so and where, as
+		// Kubernetes does (marking the end of the initial events once).
+		if !st.bookmarks {
+			return "", nil
+		}
+		md := object.Meta{ResourceVersion: strconv.FormatUint(st.rev, 10)}
+		if !st.resumed && !st.told {
+			md.Annotations = map[string]string{"k8s.io/initial-events-end": "true"}
+		}
+		st.told = true
+		return object.Bookmark, &object.Object{APIVersion: st.ref.res.APIVersion(), Kind: st.ref.res.Kind, Metadata: md}
+	case bus.Corrupt:
+		// Left out, as if deleted: the client must not keep what it had.
+		ev = bus.Event{Type: bus.Deleted, Key: ev.Key, Revision: ev.Revision, Object: stubOf(st.ref, ev)}
+	}
+	return watchEvent(ev, st.f, st.sent, st.resumed)
 }
 
 // watchEvent maps a store event to what the client sees. sent tracks the
 // keys the client holds; a resumed watch cannot know them, so it passes
 // deletes through and reports objects leaving the selection as deleted.
-func (s *Service) watchEvent(ev bus.Event, f filters, sent map[string]bool, resumed bool) (string, any) {
+func watchEvent(ev bus.Event, f filters, sent map[string]bool, resumed bool) (string, any) {
 	switch ev.Type {
 	case bus.Failed:
 		st := object.Status{APIVersion: "v1", Kind: "Status", Status: "Failure", Code: http.StatusInternalServerError,
@@ -207,6 +274,7 @@ func (s *Service) watchEvent(ev bus.Event, f filters, sent map[string]bool, resu
 		return object.Error, st
 	case bus.Synced:
 		return "", nil
+
 	case bus.Deleted:
 		known := sent[ev.Key] || resumed
 		delete(sent, ev.Key)
@@ -228,4 +296,11 @@ func (s *Service) watchEvent(ev bus.Event, f filters, sent map[string]bool, resu
 	}
 	sent[ev.Key] = true
 	return typ, ev.Object
+}
+
+// stubOf names the object of an event whose value cannot be read.
+func stubOf(ref *resourceRef, ev bus.Event) *object.Object {
+	ns, name := object.SplitKey(ev.Key, ref.res.Namespaced)
+	return &object.Object{APIVersion: ref.res.APIVersion(), Kind: ref.res.Kind,
+		Metadata: object.Meta{Name: name, Namespace: ns, ResourceVersion: strconv.FormatUint(ev.Revision, 10)}}
 }

@@ -29,7 +29,7 @@ func (s *Service) reconcileState(w http.ResponseWriter, r *http.Request, ref *re
 	if sc, err := ref.store.LastWriteTrace(r.Context(), ref.key()); err == nil && sc.HasTraceID() {
 		st.TraceID = sc.TraceID().String()
 	}
-	recs, err := ref.store.RetryRecords(r.Context(), ref.key())
+	recs, err := s.retries.ForObject(r.Context(), ref.res.GroupResource(), ref.key())
 	if err != nil {
 		return newError(http.StatusInternalServerError, object.ReasonInternalError, "reading retry state: %v", err)
 	}

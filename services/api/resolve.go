@@ -44,8 +44,10 @@ func (s *Service) resolve(r *http.Request) (*resourceRef, *apiError) {
 		namespace: r.PathValue("ns"), name: r.PathValue("name"), sub: r.PathValue("sub"),
 	}
 	// /api/v1/namespaces/{name}/status parses as the collection "status" in
-	// namespace {name}; it is the Namespace's status subresource.
-	if ref.group == "" && ref.namespace != "" && ref.name == "" && (ref.plural == "status" || ref.plural == "finalize") {
+	// namespace {name}; it is the Namespace's status subresource. So are
+	// raw and reconcile (no core kind has those plurals).
+	if ref.group == "" && ref.namespace != "" && ref.name == "" &&
+		(ref.plural == "status" || ref.plural == "finalize" || ref.plural == "raw" || ref.plural == "reconcile") {
 		ref.name, ref.sub, ref.plural, ref.namespace = ref.namespace, ref.plural, "namespaces", ""
 	}
 	res, ok := s.reg.Lookup(ref.group, ref.version, ref.plural)
@@ -65,7 +67,7 @@ func (s *Service) resolve(r *http.Request) (*resourceRef, *apiError) {
 	if ref.sub == "log" && (res.Custom || res.Kind != "Pod") {
 		return nil, newError(http.StatusNotFound, object.ReasonNotFound, "only pods have logs")
 	}
-	if ref.sub != "" && ref.sub != "status" && ref.sub != "reconcile" && ref.sub != "log" {
+	if ref.sub != "" && ref.sub != "status" && ref.sub != "reconcile" && ref.sub != "log" && ref.sub != "raw" {
 		return nil, newError(http.StatusNotFound, object.ReasonNotFound, "%s has no subresource %q", ref.groupResource(), ref.sub)
 	}
 	st, err := s.storeFor(r.Context(), res)
@@ -110,6 +112,15 @@ func (s *Service) discoverCustom(ctx context.Context, group, version, plural str
 
 // serve dispatches an object request by method, name and subresource.
 func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
+	if e := s.notReady(); e != nil {
+		writeStatus(w, s.log, e)
+		return
+	}
+	if !isWatch(r) && r.PathValue("sub") != "log" {
+		ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+		defer cancel()
+		r = r.WithContext(ctx)
+	}
 	ref, e := s.resolve(r)
 	if e != nil {
 		writeStatus(w, s.log, e)
@@ -148,9 +159,12 @@ func (s *Service) dispatch(w http.ResponseWriter, r *http.Request, ref *resource
 		}
 		return s.podLog(w, r, ref)
 	}
-	if ref.sub == "reconcile" {
+	if ref.sub == "reconcile" || ref.sub == "raw" {
 		if r.Method != http.MethodGet {
 			return methodNotAllowed(r, "GET")
+		}
+		if ref.sub == "raw" {
+			return s.raw(w, r, ref)
 		}
 		return s.reconcileState(w, r, ref)
 	}

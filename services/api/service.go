@@ -21,6 +21,7 @@ import (
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/reconcile"
 	"github.com/homeostat/homeostat/schemas"
 )
 
@@ -52,9 +53,17 @@ type Service struct {
 	reg     *schemas.Registry
 	log     *slog.Logger
 	maxBody int64
-	ready   atomic.Bool
 	handler http.Handler
+	// ready: the bus answered for every store the API serves and the
+	// custom kinds are known. Until then resource requests get 503.
+	ready   atomic.Bool
+	retries *bus.RetryRecords
+	// events records Warnings about what the API leaves out (corrupt values).
+	events *reconcile.Recorder
 }
+
+// requestTimeout bounds a request that is not a watch or a log stream.
+const requestTimeout = time.Minute
 
 // New checks the configuration and builds the handler; Run serves it.
 func New(cfg Config) (*Service, error) {
@@ -95,11 +104,11 @@ func (s *Service) Registry() *schemas.Registry { return s.reg }
 // Handler is the service's HTTP handler, for embedding in tests.
 func (s *Service) Handler() http.Handler { return s.handler }
 
-// Run prepares the store, serves until ctx ends, then shuts down gracefully.
+// Run serves until ctx ends, then shuts down gracefully. It listens at
+// once, but answers resource requests only once the bus has answered for
+// every store it serves (503 until then), so that it never serves from
+// streams that are still recovering.
 func (s *Service) Run(ctx context.Context) error {
-	if err := s.setup(ctx); err != nil {
-		return err
-	}
 	ln := s.cfg.Listener
 	if ln == nil {
 		var err error
@@ -108,14 +117,14 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 	}
 	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	loops := make(chan error, 2)
-	go func() { loops <- s.watchDefinitions(ctx) }()
-	go func() { loops <- s.compactLoop(ctx) }()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	s.log.Info("api serving", "addr", ln.Addr().String())
+	loops := make(chan error, 4)
+	go func() { loops <- s.start(ctx, loops) }()
 	var err error
 	select {
 	case <-ctx.Done():
@@ -134,28 +143,59 @@ func (s *Service) Run(ctx context.Context) error {
 			err = serr
 		}
 	}
-	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, context.Canceled) {
-		err = nil
+	if errors.Is(err, http.ErrServerClosed) || parent.Err() != nil {
+		err = nil // stopping by ctx is not an error, whatever it interrupted
 	}
 	return err
 }
 
-// setup creates the buckets of the built-in kinds and the default namespace.
+// start prepares the stores, then runs the loops that keep the API
+// current (custom kinds, compaction, events) until ctx ends; their
+// errors go to errs. It returns an error only when setup fails.
+func (s *Service) start(ctx context.Context, errs chan<- error) error {
+	if err := s.setup(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	go func() { errs <- s.watchDefinitions(ctx) }()
+	go func() { errs <- s.compactLoop(ctx) }()
+	go func() { s.events.Run(ctx); errs <- nil }()
+	<-ctx.Done()
+	return nil
+}
+
+// setup creates the buckets of the built-in kinds and the default
+// namespaces, waiting for the bus while it cannot answer.
 func (s *Service) setup(ctx context.Context) error {
 	for _, res := range s.reg.Resources() {
 		if _, err := s.storeFor(ctx, res); err != nil {
 			return fmt.Errorf("api: setup %s: %w", res.GroupResource(), err)
 		}
 	}
+	var err error
+	if s.retries, err = s.bus.RetryRecords(ctx); err != nil {
+		return fmt.Errorf("api: setup: %w", err)
+	}
+	if s.events, err = reconcile.NewRecorder(ctx, s.bus, "homeostat-api", s.log); err != nil {
+		return fmt.Errorf("api: setup: %w", err)
+	}
 	ns, err := s.storeFor(ctx, s.reg.MustLookup("", "namespaces"))
 	if err != nil {
 		return err
 	}
 	for _, name := range []string{"default", "homeostat-system"} {
-		_, err := ns.Create(ctx, &object.Object{APIVersion: "v1", Kind: "Namespace",
-			Metadata: object.Meta{Name: name, Finalizers: []string{object.FinalizerNamespace}},
-			Status:   []byte(`{"phase":"Active"}`)})
-		if err != nil && !errors.Is(err, bus.ErrAlreadyExists) {
+		err := s.bus.UntilAvailable(ctx, "namespace "+name, func(ctx context.Context) error {
+			_, err := ns.Create(ctx, &object.Object{APIVersion: "v1", Kind: "Namespace",
+				Metadata: object.Meta{Name: name, Finalizers: []string{object.FinalizerNamespace}},
+				Status:   []byte(`{"phase":"Active"}`)})
+			if errors.Is(err, bus.ErrAlreadyExists) {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
 			return fmt.Errorf("api: create namespace %s: %w", name, err)
 		}
 	}
@@ -163,7 +203,7 @@ func (s *Service) setup(ctx context.Context) error {
 }
 
 func (s *Service) storeFor(ctx context.Context, res *schemas.Resource) (*bus.Store, error) {
-	return s.bus.Store(ctx, bus.StoreSpec{Bucket: res.Bucket(), Namespaced: res.Namespaced, TTL: res.TTL})
+	return s.bus.Store(ctx, reconcile.KindOf(res).StoreSpec())
 }
 
 func (s *Service) compactLoop(ctx context.Context) error {
@@ -181,9 +221,9 @@ func (s *Service) compactLoop(ctx context.Context) error {
 				continue
 			}
 			if n, err := st.Compact(ctx, s.cfg.TombstoneRetention); err != nil {
-				s.log.Warn("compaction failed", "bucket", st.Bucket(), "err", err)
+				s.log.Warn("compaction failed", "resource", st.Resource(), "err", err)
 			} else if n > 0 {
-				s.log.Debug("compacted tombstones", "bucket", st.Bucket(), "removed", n)
+				s.log.Debug("compacted tombstones", "resource", st.Resource(), "removed", n)
 			}
 		}
 	}
@@ -217,9 +257,20 @@ func (s *Service) routes() http.Handler {
 }
 
 func (s *Service) readyz(w http.ResponseWriter, _ *http.Request) {
-	if !s.ready.Load() || !s.bus.NC.IsConnected() {
-		writeStatus(w, s.log, newError(http.StatusServiceUnavailable, object.ReasonServiceUnavailable, "not ready"))
+	if e := s.notReady(); e != nil {
+		writeStatus(w, s.log, e)
 		return
 	}
 	_, _ = w.Write([]byte("ok\n"))
+}
+
+// notReady explains why resources cannot be served now, or is nil.
+func (s *Service) notReady() *apiError {
+	switch {
+	case !s.ready.Load():
+		return unavailable("the API is starting: waiting for the bus and the custom kinds")
+	case !s.bus.Connected():
+		return unavailable("the API has lost its connection to the bus and is reconnecting")
+	}
+	return nil
 }

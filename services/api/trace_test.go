@@ -49,7 +49,7 @@ func TestWritesCarryTraceContext(t *testing.T) {
 	if apiSpan.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" {
 		t.Fatalf("API span trace %s does not continue the caller's trace; spans: %v", apiSpan.TraceID(), exp.GetSpans().Snapshots())
 	}
-	st, err := c.Store(context.Background(), bus.StoreSpec{Bucket: "hs_pods", Namespaced: true})
+	st, err := c.Store(context.Background(), bus.StoreSpec{Resource: "pods", Kind: "Pod", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}

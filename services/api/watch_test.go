@@ -90,7 +90,7 @@ func TestWatchStreamResumeAndGone(t *testing.T) {
 	resumed.next(object.Modified, "b")
 
 	// Once the tombstone of a is compacted, resuming from before it is 410 Gone.
-	st, err := c.Store(context.Background(), bus.StoreSpec{Bucket: "hs_pods", Namespaced: true})
+	st, err := c.Store(context.Background(), bus.StoreSpec{Resource: "pods", Kind: "Pod", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,4 +108,51 @@ func TestWatchStreamResumeAndGone(t *testing.T) {
 	again := openWatch(t, pods+"?watch=1&resourceVersion="+l.Metadata.ResourceVersion)
 	mustCode(t, call(t, "POST", pods, "", pod("c")), http.StatusCreated, "")
 	again.next(object.Added, "c")
+}
+
+// With allowWatchBookmarks, a watch says when it has caught up: after the
+// initial events (annotated as their end, as Kubernetes does), and after
+// the backlog of a resumed watch, at a resourceVersion to resume from.
+func TestWatchBookmarks(t *testing.T) {
+	base := startAPI(t, conn(t))
+	pods := base + "/api/v1/namespaces/default/pods"
+	pod := func(name string) string {
+		return `{"metadata":{"name":"` + name + `"},"spec":{"containers":[{"name":"c","command":["x"]}]}}`
+	}
+	first := call(t, "POST", pods, "", pod("a"))
+	mustCode(t, first, http.StatusCreated, "")
+	mustCode(t, call(t, "POST", pods, "", pod("b")), http.StatusCreated, "")
+
+	w := openWatch(t, pods+"?watch=1&allowWatchBookmarks=true")
+	w.next(object.Added, "a")
+	w.next(object.Added, "b")
+	bm := w.next(object.Bookmark, "")
+	if bm.Metadata.Annotations["k8s.io/initial-events-end"] != "true" || bm.Kind != "Pod" {
+		t.Fatalf("bookmark after the initial events: %+v", bm)
+	}
+	mustCode(t, call(t, "POST", pods, "", pod("c")), http.StatusCreated, "")
+	w.next(object.Added, "c")
+
+	// A resumed watch sends its backlog, then a bookmark that is not the
+	// end of initial events, at the revision of the last change.
+	resumed := openWatch(t, pods+"?watch=1&allowWatchBookmarks=true&resourceVersion="+first.obj.Metadata.ResourceVersion)
+	resumed.next(object.Added, "b")
+	resumed.next(object.Added, "c")
+	bm = resumed.next(object.Bookmark, "")
+	if _, ok := bm.Metadata.Annotations["k8s.io/initial-events-end"]; ok {
+		t.Fatalf("a resumed watch's bookmark marks initial events: %+v", bm)
+	}
+	got, _ := strconv.ParseUint(bm.Metadata.ResourceVersion, 10, 64)
+	first64, _ := strconv.ParseUint(first.obj.Metadata.ResourceVersion, 10, 64)
+	if got <= first64 {
+		t.Fatalf("bookmark at revision %d, not past the backlog from %d", got, first64)
+	}
+
+	// Without the parameter, no bookmarks: the next event is the next change.
+	plain := openWatch(t, pods+"?watch=1")
+	plain.next(object.Added, "a")
+	plain.next(object.Added, "b")
+	plain.next(object.Added, "c")
+	mustCode(t, call(t, "POST", pods, "", pod("d")), http.StatusCreated, "")
+	plain.next(object.Added, "d")
 }

@@ -1,12 +1,16 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/clock"
 	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/reconcile"
 )
 
 // readObject reads the body of a create or update as an object of the
@@ -77,17 +81,38 @@ func (s *Service) update(w http.ResponseWriter, r *http.Request, ref *resourceRe
 	if e != nil {
 		return e
 	}
-	cur, err := ref.store.Get(r.Context(), ref.key())
-	if err != nil {
-		return storeError(ref, ref.name, err)
+	// Without a resourceVersion an update applies to the latest version:
+	// a concurrent write is retried, never answered with 409.
+	unconditional := in.Metadata.ResourceVersion == ""
+	for attempt := 0; ; attempt++ {
+		cur, err := ref.store.Get(r.Context(), ref.key())
+		if err != nil {
+			return storeError(ref, ref.name, err)
+		}
+		out, e := s.replace(r, ref, cur, in.Clone(), dry)
+		if e != nil && e.reason == object.ReasonConflict && unconditional && r.Context().Err() == nil {
+			conflictPause(r.Context(), attempt)
+			continue
+		}
+		if e != nil {
+			return e
+		}
+		writeJSON(w, http.StatusOK, out)
+		return nil
 	}
-	return s.replace(w, r, ref, cur, in, dry)
+}
+
+// conflictPause spreads out retries after repeated conflicts on one key.
+func conflictPause(ctx context.Context, attempt int) {
+	if attempt >= 3 {
+		clock.Sleep(ctx, time.Duration(min(attempt, 20))*time.Millisecond)
+	}
 }
 
 // replace writes in over cur: the whole object but its status, or only the
 // status on the status subresource. An empty resourceVersion means "the
 // latest", as Kubernetes allows for an unconditional update.
-func (s *Service) replace(w http.ResponseWriter, r *http.Request, ref *resourceRef, cur, in *object.Object, dry bool) *apiError {
+func (s *Service) replace(r *http.Request, ref *resourceRef, cur, in *object.Object, dry bool) (*object.Object, *apiError) {
 	n := in
 	if ref.sub == "status" {
 		n = cur.Clone()
@@ -100,23 +125,21 @@ func (s *Service) replace(w http.ResponseWriter, r *http.Request, ref *resourceR
 		n.Metadata.ResourceVersion = cur.Metadata.ResourceVersion
 	}
 	if n.Metadata.UID != "" && n.Metadata.UID != cur.Metadata.UID {
-		return storeError(ref, ref.name, bus.ErrConflict)
+		return nil, storeError(ref, ref.name, bus.ErrConflict)
 	}
 	n, e := check(ref, n)
 	if e != nil {
-		return e
+		return nil, e
 	}
 	if dry {
-		writeJSON(w, http.StatusOK, n)
-		return nil
+		return n, nil
 	}
 	updated, err := ref.store.Update(r.Context(), n, bus.UpdateOptions{Current: cur})
 	if err != nil {
-		return storeError(ref, ref.name, err)
+		return nil, storeError(ref, ref.name, err)
 	}
 	s.afterWrite(r, ref, updated)
-	writeJSON(w, http.StatusOK, updated)
-	return nil
+	return updated, nil
 }
 
 func (s *Service) patch(w http.ResponseWriter, r *http.Request, ref *resourceRef) *apiError {
@@ -137,7 +160,7 @@ func (s *Service) patch(w http.ResponseWriter, r *http.Request, ref *resourceRef
 		return badRequest("the merge patch is not valid JSON: %v", err)
 	}
 	// Without a resourceVersion in the patch, a patch is re-applied to the
-	// latest version on conflict, as in Kubernetes.
+	// latest version on conflict until it lands, as in Kubernetes.
 	for attempt := 0; ; attempt++ {
 		cur, err := ref.store.Get(r.Context(), ref.key())
 		if err != nil {
@@ -154,15 +177,15 @@ func (s *Service) patch(w http.ResponseWriter, r *http.Request, ref *resourceRef
 		if e != nil {
 			return e
 		}
-		rec := &captureWriter{header: http.Header{}}
-		e = s.replace(rec, r, ref, cur, in, dry)
-		if e != nil && e.reason == object.ReasonConflict && probe.Metadata.ResourceVersion == "" && attempt < 5 {
+		out, e := s.replace(r, ref, cur, in, dry)
+		if e != nil && e.reason == object.ReasonConflict && probe.Metadata.ResourceVersion == "" && r.Context().Err() == nil {
+			conflictPause(r.Context(), attempt)
 			continue
 		}
 		if e != nil {
 			return e
 		}
-		rec.flush(w)
+		writeJSON(w, http.StatusOK, out)
 		return nil
 	}
 }
@@ -234,33 +257,16 @@ func (s *Service) delete(w http.ResponseWriter, r *http.Request, ref *resourceRe
 	if err != nil {
 		return storeError(ref, ref.name, err)
 	}
+	if o == nil {
+		// A corrupt value was removed as it was: there is no object to show.
+		reconcile.CorruptCleared(ref.res.GroupResource(), ref.key())
+		writeJSON(w, http.StatusOK, object.Status{APIVersion: "v1", Kind: "Status", Status: "Success", Code: http.StatusOK,
+			Details: &object.StatusDetails{Name: ref.name, Group: ref.group, Kind: ref.plural}})
+		return nil
+	}
 	if gone {
 		s.afterDelete(r, ref, o)
 	}
 	writeJSON(w, http.StatusOK, o)
 	return nil
-}
-
-// captureWriter holds a response until the handler knows it will not retry.
-type captureWriter struct {
-	header http.Header
-	code   int
-	body   []byte
-}
-
-func (c *captureWriter) Header() http.Header  { return c.header }
-func (c *captureWriter) WriteHeader(code int) { c.code = code }
-func (c *captureWriter) Write(b []byte) (int, error) {
-	c.body = append(c.body, b...)
-	return len(b), nil
-}
-func (c *captureWriter) flush(w http.ResponseWriter) {
-	for k, v := range c.header {
-		w.Header()[k] = v
-	}
-	if c.code == 0 {
-		c.code = http.StatusOK
-	}
-	w.WriteHeader(c.code)
-	_, _ = w.Write(c.body)
 }
