@@ -311,3 +311,13 @@ func (p *Pod) Restarts() int32 {
 	}
 	return n
 }
+
+// PodOrNil decodes o as a Pod, or returns nil when it is not one: the
+// decoder that informers keep pods with, once per change.
+func PodOrNil(o *object.Object) any {
+	p, err := DecodePod(o)
+	if err != nil {
+		return nil
+	}
+	return p
+}

@@ -14,7 +14,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/clock"
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
 )
@@ -43,6 +46,12 @@ type Config struct {
 	Bus      *bus.Conn
 	Logger   *slog.Logger
 	NodeName string
+	// Identity names this agent, stable across its restarts (the command
+	// keeps it in its data directory): an agent with another identity is
+	// refused the node name while this one's heartbeat is live, and a
+	// restarted agent takes its own heartbeat back at once. Random when
+	// empty.
+	Identity string
 	Runtime  Runtime
 	// Capacity of the node (cpu, memory, pods); allocatable is the same.
 	Capacity kinds.ResourceList
@@ -92,6 +101,9 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Address == "" {
 		cfg.Address = "127.0.0.1"
 	}
+	if cfg.Identity == "" {
+		cfg.Identity = uuid.NewString()
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -100,13 +112,22 @@ func New(cfg Config) (*Agent, error) {
 }
 
 // Run registers the node and runs its pods until ctx ends. Pods keep
-// running when the agent stops: a restarted agent adopts them.
+// running when the agent stops: a restarted agent adopts them. Stopping
+// by ctx is not an error, whatever step it interrupts.
 func (a *Agent) Run(ctx context.Context) error {
+	err := a.run(ctx)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+func (a *Agent) run(ctx context.Context) error {
 	var err error
-	if a.pods, err = a.cfg.Bus.Store(ctx, bus.StoreSpec{Bucket: "hs_pods", Namespaced: true}); err != nil {
+	if a.pods, err = a.cfg.Bus.Store(ctx, bus.StoreSpec{Resource: "pods", Kind: "Pod", Namespaced: true}); err != nil {
 		return err
 	}
-	if a.nodes, err = a.cfg.Bus.Store(ctx, bus.StoreSpec{Bucket: "hs_nodes"}); err != nil {
+	if a.nodes, err = a.cfg.Bus.Store(ctx, bus.StoreSpec{Resource: "nodes", Kind: "Node"}); err != nil {
 		return err
 	}
 	if a.index, err = a.cfg.Bus.NodePods(ctx); err != nil {
@@ -116,11 +137,21 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := a.register(ctx); err != nil {
+	// A cluster may still be electing leaders: wait for it rather than fail.
+	var lease *bus.Lease
+	err = a.cfg.Bus.UntilAvailable(ctx, "the node's heartbeat", func(ctx context.Context) (err error) {
+		lease, err = leases.Acquire(ctx, a.leaseKey(), a.cfg.Identity, a.cfg.Grace)
 		return err
+	})
+	if errors.Is(err, bus.ErrAlreadyExists) {
+		return fmt.Errorf("nodeagent: node %s is held by another live agent (%v); stop it, or give this one another node name: %w",
+			a.cfg.NodeName, err, ErrNodeTaken)
 	}
-	if _, err := leases.Put(ctx, "node."+a.cfg.NodeName, a.cfg.NodeName, a.cfg.Grace); err != nil {
+	if err != nil {
 		return fmt.Errorf("nodeagent: first heartbeat: %w", err)
+	}
+	if err := a.cfg.Bus.UntilAvailable(ctx, "the node's registration", a.register); err != nil {
+		return err
 	}
 	survivors, err := a.cfg.Runtime.Discover(ctx)
 	if err != nil {
@@ -129,9 +160,14 @@ func (a *Agent) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Add(2)
-	go func() { defer wg.Done(); a.heartbeat(ctx, leases) }()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() { defer wg.Done(); a.heartbeat(ctx, leases, lease, cancel) }()
 	go func() { defer wg.Done(); a.resync(ctx) }()
 	err = a.watch(ctx, survivors)
+	if cause := context.Cause(ctx); errors.Is(cause, ErrNodeTaken) {
+		err = cause
+	}
 	a.mu.Lock()
 	ws := make([]*podWorker, 0, len(a.workers))
 	for _, w := range a.workers {
@@ -212,7 +248,15 @@ func (a *Agent) register(ctx context.Context) error {
 	return bus.ErrConflict
 }
 
-func (a *Agent) heartbeat(ctx context.Context, leases *bus.Leases) {
+// ErrNodeTaken: another live agent holds the node name.
+var ErrNodeTaken = errors.New("node name taken")
+
+func (a *Agent) leaseKey() string { return "node." + a.cfg.NodeName }
+
+// heartbeat renews the node's lease. Should another agent take the node
+// name (ours lapsed while we were cut off), this agent stops rather than
+// run pods alongside it.
+func (a *Agent) heartbeat(ctx context.Context, leases *bus.Leases, lease *bus.Lease, stop context.CancelCauseFunc) {
 	t := time.NewTicker(a.cfg.HeartbeatEvery)
 	defer t.Stop()
 	for {
@@ -221,9 +265,22 @@ func (a *Agent) heartbeat(ctx context.Context, leases *bus.Leases) {
 			return
 		case <-t.C:
 		}
-		if _, err := leases.Put(ctx, "node."+a.cfg.NodeName, a.cfg.NodeName, a.cfg.Grace); err != nil && ctx.Err() == nil {
-			a.log.Warn("heartbeat failed", "err", err)
+		next, err := leases.Renew(ctx, lease, a.cfg.Grace)
+		if errors.Is(err, bus.ErrConflict) {
+			next, err = leases.Acquire(ctx, a.leaseKey(), a.cfg.Identity, a.cfg.Grace)
+			if errors.Is(err, bus.ErrAlreadyExists) {
+				a.log.Error("another agent took this node; stopping", "err", err)
+				stop(fmt.Errorf("nodeagent: node %s: %w (%v)", a.cfg.NodeName, ErrNodeTaken, err))
+				return
+			}
 		}
+		if err != nil {
+			if ctx.Err() == nil {
+				a.log.Warn("heartbeat failed", "err", err)
+			}
+			continue
+		}
+		lease = next
 	}
 }
 
@@ -233,20 +290,22 @@ func (a *Agent) watch(ctx context.Context, survivors map[string]bool) error {
 		ch, err := a.index.Watch(ctx, a.cfg.NodeName)
 		if err != nil {
 			a.log.Warn("watching the node's pods", "err", err)
-			if !sleep(ctx, time.Second) {
+			if !clock.Sleep(ctx, time.Second) {
 				break
 			}
 			continue
 		}
+		synced := false
 		for ev := range ch {
 			switch ev.Type {
 			case bus.Synced:
+				synced = true
 				if survivors != nil {
 					a.cfg.Runtime.Cleanup(ctx, a.desiredUIDs())
 					survivors = nil
 				}
 			case bus.Added, bus.Modified:
-				a.desire(ctx, ev)
+				a.desire(ctx, ev, !synced)
 			case bus.Deleted:
 				a.gone(ctx, ev.Key)
 			case bus.Failed:
@@ -267,12 +326,24 @@ func (a *Agent) desiredUIDs() map[string]bool {
 	return keep
 }
 
-// desire starts, or hands a new version to, the worker of a pod.
-func (a *Agent) desire(ctx context.Context, ev bus.Event) {
+// desire starts, or hands a new version to, the worker of a pod. A pod
+// bound before this agent started (found by the initial listing) starts
+// from its stored version, whose status says what ran before.
+func (a *Agent) desire(ctx context.Context, ev bus.Event, earlier bool) {
 	p, err := kinds.DecodePod(ev.Object)
 	if err != nil {
 		a.log.Warn("undecodable pod", "pod", ev.Key, "err", err)
 		return
+	}
+	a.mu.Lock()
+	running := a.workers[ev.Key] != nil
+	a.mu.Unlock()
+	if earlier && !running {
+		if cur, err := a.pods.Get(ctx, ev.Key); err == nil && cur.Metadata.UID == p.Metadata.UID {
+			if fresh, err := kinds.DecodePod(cur); err == nil {
+				p = fresh
+			}
+		}
 	}
 	a.mu.Lock()
 	w := a.workers[ev.Key]
@@ -313,7 +384,7 @@ func (a *Agent) forget(key string, w *podWorker) {
 // resync stops pods that no longer exist in the store, a safety net for a
 // removal the index missed.
 func (a *Agent) resync(ctx context.Context) {
-	for sleep(ctx, a.cfg.Resync) {
+	for clock.Sleep(ctx, a.cfg.Resync) {
 		a.mu.Lock()
 		ws := make([]*podWorker, 0, len(a.workers))
 		for _, w := range a.workers {
@@ -346,14 +417,3 @@ func (a *Agent) LogPath(namespace, pod, container string, previous bool) (string
 
 // Node is the agent's node name.
 func (a *Agent) Node() string { return a.cfg.NodeName }
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}

@@ -10,6 +10,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/homeostat/homeostat/clock"
 )
 
 // Handler serves the logs of the given agents' containers:
@@ -81,7 +83,7 @@ func streamLog(ctx context.Context, w http.ResponseWriter, path string, tail int
 				_, _ = f.Seek(0, io.SeekStart)
 			}
 		}
-		if !sleep(ctx, 200*time.Millisecond) {
+		if !clock.Sleep(ctx, 200*time.Millisecond) {
 			return nil
 		}
 	}

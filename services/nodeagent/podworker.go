@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/clock"
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/tracing"
@@ -181,7 +182,7 @@ func (w *podWorker) statusLoop(ctx context.Context) {
 			}
 			if !errors.Is(err, bus.ErrConflict) {
 				w.a.log.Warn("writing pod status", "pod", w.key, "err", err)
-				sleep(ctx, time.Second)
+				clock.Sleep(ctx, time.Second)
 			}
 			if cur, gerr := w.a.pods.Get(ctx, w.key); gerr == nil {
 				w.mu.Lock()

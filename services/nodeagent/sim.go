@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/clock"
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
 )
@@ -32,7 +33,7 @@ func (s Simulated) Run(ctx context.Context, pod *kinds.Pod, report func(kinds.Po
 	}
 	if s.Delay > 0 {
 		report(kinds.PodStatus{Phase: kinds.PodPending, ContainerStatuses: cs, Conditions: conditions(object.ConditionFalse)})
-		if !sleep(ctx, s.Delay) {
+		if !clock.Sleep(ctx, s.Delay) {
 			return
 		}
 	}
@@ -72,6 +73,8 @@ type SimConfig struct {
 	// Nodes to host, named <Prefix>-<i>.
 	Nodes  int
 	Prefix string
+	// Identity of the hosting agent; each node's is Identity/<node name>.
+	Identity string
 	// Capacity of each node (default 32 cpu, 128Gi, 110 pods).
 	Capacity kinds.ResourceList
 	// Delay before a pod reports Running.
@@ -93,8 +96,13 @@ func RunSimulated(ctx context.Context, cfg SimConfig) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for i := range cfg.Nodes {
+		name := fmt.Sprintf("%s-%d", cfg.Prefix, i)
+		identity := ""
+		if cfg.Identity != "" {
+			identity = cfg.Identity + "/" + name
+		}
 		a, err := New(Config{
-			Bus: cfg.Bus, Logger: cfg.Logger, NodeName: fmt.Sprintf("%s-%d", cfg.Prefix, i),
+			Bus: cfg.Bus, Logger: cfg.Logger, NodeName: name, Identity: identity,
 			Runtime: Simulated{Delay: cfg.Delay}, Capacity: cfg.Capacity,
 			Labels:         map[string]string{"homeostat.io/simulated": "true"},
 			HeartbeatEvery: cfg.HeartbeatEvery, Grace: cfg.Grace,

@@ -5,11 +5,8 @@ import (
 	"errors"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/homeostat/homeostat/bus"
@@ -19,15 +16,15 @@ import (
 )
 
 type bindJob struct {
-	key  string
-	node string
-	hdr  nats.Header
+	key   string
+	node  string
+	trace trace.SpanContext
 }
 
 // loop decides, one pod at a time, and hands binds to the binders.
 func (s *Service) loop(ctx context.Context, binds chan<- bindJob) {
 	for {
-		key, hdr, ok := s.queue.pop(ctx)
+		key, sc, ok := s.queue.pop(ctx)
 		if !ok {
 			return
 		}
@@ -39,12 +36,12 @@ func (s *Service) loop(ctx context.Context, binds chan<- bindJob) {
 		o := p.Object
 		node, reasons, total := s.decide(key, p)
 		if node == "" {
-			s.unschedulable(ctx, o, hdr, unschedulableMessage(total, reasons))
+			s.unschedulable(ctx, o, sc, unschedulableMessage(total, reasons))
 			s.queue.park(key)
 			continue
 		}
 		select {
-		case binds <- bindJob{key: key, node: node, hdr: hdr}:
+		case binds <- bindJob{key: key, node: node, trace: sc}:
 		case <-ctx.Done():
 			s.cache.forget(key)
 			return
@@ -107,8 +104,7 @@ func (s *Service) binder(ctx context.Context, jobs <-chan bindJob) {
 var errGone = errors.New("pod gone or bound elsewhere")
 
 func (s *Service) bind(ctx context.Context, j bindJob) error {
-	ctx = otel.GetTextMapPropagator().Extract(ctx, propagation.HeaderCarrier(j.hdr))
-	ctx, span := tracing.Tracer().Start(ctx, "bind", trace.WithAttributes(
+	ctx, span := tracing.Tracer().Start(bus.WithSpan(ctx, j.trace), "bind", trace.WithAttributes(
 		attribute.String("pod", j.key), attribute.String("node", j.node)))
 	defer span.End()
 	cur, ok := s.pods.Get(j.key)
@@ -161,8 +157,8 @@ func (s *Service) bind(ctx context.Context, j bindJob) error {
 }
 
 // unschedulable reports why, once per distinct message.
-func (s *Service) unschedulable(ctx context.Context, o *object.Object, hdr nats.Header, msg string) {
-	ctx = otel.GetTextMapPropagator().Extract(ctx, propagation.HeaderCarrier(hdr))
+func (s *Service) unschedulable(ctx context.Context, o *object.Object, sc trace.SpanContext, msg string) {
+	ctx = bus.WithSpan(ctx, sc)
 	p, err := kinds.DecodePod(o)
 	if err != nil {
 		return

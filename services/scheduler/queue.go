@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // queue holds the pods waiting to be scheduled: active ones in FIFO order,
@@ -18,13 +18,13 @@ type queue struct {
 	inActive map[string]bool
 	parked   map[string]time.Time
 	attempts map[string]int
-	headers  map[string]nats.Header
+	traces   map[string]trace.SpanContext
 	wake     chan struct{}
 }
 
 func newQueue() *queue {
 	return &queue{inActive: map[string]bool{}, parked: map[string]time.Time{}, attempts: map[string]int{},
-		headers: map[string]nats.Header{}, wake: make(chan struct{}, 1)}
+		traces: map[string]trace.SpanContext{}, wake: make(chan struct{}, 1)}
 }
 
 func (q *queue) signal() {
@@ -44,11 +44,11 @@ func (q *queue) activate(key string) {
 }
 
 // add makes a new or changed unbound pod active.
-func (q *queue) add(key string, hdr nats.Header) {
+func (q *queue) add(key string, sc trace.SpanContext) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if hdr != nil {
-		q.headers[key] = hdr
+	if sc.IsValid() {
+		q.traces[key] = sc
 	}
 	q.activate(key)
 }
@@ -59,7 +59,7 @@ func (q *queue) remove(key string) {
 	defer q.mu.Unlock()
 	delete(q.parked, key)
 	delete(q.attempts, key)
-	delete(q.headers, key)
+	delete(q.traces, key)
 	// Left in active, it is skipped when popped.
 }
 
@@ -82,7 +82,7 @@ func (q *queue) flushParked() {
 }
 
 // pop returns the next pod to try, waiting until one is due or ctx ends.
-func (q *queue) pop(ctx context.Context) (string, nats.Header, bool) {
+func (q *queue) pop(ctx context.Context) (string, trace.SpanContext, bool) {
 	for {
 		q.mu.Lock()
 		now := time.Now()
@@ -98,7 +98,7 @@ func (q *queue) pop(ctx context.Context) (string, nats.Header, bool) {
 			k := q.active[0]
 			q.active = q.active[1:]
 			delete(q.inActive, k)
-			hdr := q.headers[k]
+			hdr := q.traces[k]
 			q.mu.Unlock()
 			return k, hdr, true
 		}
@@ -107,7 +107,7 @@ func (q *queue) pop(ctx context.Context) (string, nats.Header, bool) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return "", nil, false
+			return "", trace.SpanContext{}, false
 		case <-q.wake:
 			t.Stop()
 		case <-t.C:

@@ -6,13 +6,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/propagation"
-
 	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/clock"
 	"github.com/homeostat/homeostat/object"
-	"github.com/homeostat/homeostat/services/controllers/reconcile"
+	"github.com/homeostat/homeostat/reconcile"
 )
 
 // router keeps the per-node pod index from the scheduler's watch of every
@@ -26,7 +23,7 @@ type router struct {
 
 	mu      sync.Mutex
 	active  bool
-	pending []func(context.Context) (jetstream.PubAckFuture, error)
+	pending []bus.NodePodChange
 	kick    chan struct{}
 }
 
@@ -66,17 +63,11 @@ func (r *router) change(ch reconcile.Change) {
 	oldNode, newNode := nodeOf(ch.Old), nodeOf(ch.New)
 	key := ch.Object().Key()
 	if oldNode != "" && oldNode != newNode {
-		r.pending = append(r.pending, func(ctx context.Context) (jetstream.PubAckFuture, error) {
-			return r.index.Remove(ctx, oldNode, key)
-		})
+		r.pending = append(r.pending, bus.NodePodChange{Node: oldNode, Key: key})
 	}
 	if newNode != "" && (newNode != oldNode || agentView(ch.Old) != agentView(ch.New)) {
-		pod := ch.New
 		// The agent continues the trace of the write (the bind, usually).
-		tctx := otel.GetTextMapPropagator().Extract(context.Background(), propagation.HeaderCarrier(ch.Header))
-		r.pending = append(r.pending, func(context.Context) (jetstream.PubAckFuture, error) {
-			return r.index.Set(tctx, newNode, pod)
-		})
+		r.pending = append(r.pending, bus.NodePodChange{Node: newNode, Key: key, Pod: ch.New, Trace: ch.Trace})
 	}
 	select {
 	case r.kick <- struct{}{}:
@@ -90,10 +81,7 @@ func (r *router) run(ctx context.Context, pods *reconcile.Informer) {
 	r.active = true
 	for _, o := range pods.List() {
 		if n := nodeOf(o); n != "" {
-			pod := o
-			r.pending = append(r.pending, func(ctx context.Context) (jetstream.PubAckFuture, error) {
-				return r.index.Set(ctx, n, pod)
-			})
+			r.pending = append(r.pending, bus.NodePodChange{Node: n, Key: o.Key(), Pod: o})
 		}
 	}
 	r.mu.Unlock()
@@ -123,27 +111,13 @@ func (r *router) flush(ctx context.Context) {
 	if len(batch) == 0 {
 		return
 	}
-	futures := make([]jetstream.PubAckFuture, 0, len(batch))
-	for _, pub := range batch {
-		f, err := pub(ctx)
-		if err != nil {
-			r.log.Warn("node pod index write failed", "err", err)
-			continue
-		}
-		futures = append(futures, f)
-	}
-	if err := r.index.Wait(ctx, futures); err != nil {
+	if err := r.index.Publish(ctx, batch); err != nil {
 		r.log.Warn("node pod index write failed", "err", err)
-		// Try them all again: Set and Remove are idempotent.
+		// Try them all again: index writes are idempotent.
 		r.mu.Lock()
 		r.pending = append(batch, r.pending...)
 		r.mu.Unlock()
-		t := time.NewTimer(time.Second)
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		}
-		t.Stop()
+		clock.Sleep(ctx, time.Second)
 		select {
 		case r.kick <- struct{}{}:
 		default:

@@ -15,7 +15,6 @@ package scheduler
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"maps"
 	"os"
@@ -23,17 +22,19 @@ import (
 	"time"
 
 	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/clock"
 	"github.com/homeostat/homeostat/kinds"
-	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/reconcile"
 	"github.com/homeostat/homeostat/schemas"
-	"github.com/homeostat/homeostat/services/controllers/reconcile"
 )
 
 // Config configures a scheduler.
 type Config struct {
 	Bus    *bus.Conn
 	Logger *slog.Logger
-	// Identity names this replica in the lease; hostname-pid by default.
+	// Identity names this replica in the lease, the same across its
+	// restarts so that a restarted leader takes its lease back at once;
+	// the host name by default.
 	Identity string
 	// LeaseTTL is how long leadership lasts unrenewed (default 15s).
 	LeaseTTL time.Duration
@@ -73,8 +74,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, errors.New("scheduler: Config.Bus is required")
 	}
 	if cfg.Identity == "" {
-		h, _ := os.Hostname()
-		cfg.Identity = fmt.Sprintf("%s-%d", h, os.Getpid())
+		cfg.Identity, _ = os.Hostname()
 	}
 	if cfg.LeaseTTL == 0 {
 		cfg.LeaseTTL = 15 * time.Second
@@ -96,6 +96,17 @@ func New(cfg Config) (*Service, error) {
 	return &Service{cfg: cfg, log: log.With("scheduler", cfg.Identity), reg: reg, cache: newCache(), queue: newQueue()}, nil
 }
 
+// Ready is closed once the replica's caches have synced (nil before it has
+// started).
+func (s *Service) Ready() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mgr == nil {
+		return nil
+	}
+	return s.mgr.Ready()
+}
+
 // Leader reports whether this replica holds the lease.
 func (s *Service) Leader() bool {
 	s.mu.Lock()
@@ -108,7 +119,9 @@ func (s *Service) setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.mu.Lock()
 	s.mgr = mgr
+	s.mu.Unlock()
 	s.pods = mgr.Informer(reconcile.KindOf(s.reg.MustLookup("", "pods")))
 	s.nodes = mgr.Informer(reconcile.KindOf(s.reg.MustLookup("", "nodes")))
 	if s.events, err = mgr.Recorder(ctx, "scheduler"); err != nil {
@@ -121,13 +134,7 @@ func (s *Service) setup(ctx context.Context) error {
 		return err
 	}
 	s.router = newRouter(s.index, s.log)
-	s.pods.SetDecoder(func(o *object.Object) any {
-		p, err := kinds.DecodePod(o)
-		if err != nil {
-			return nil
-		}
-		return p
-	})
+	s.pods.SetDecoder(kinds.PodOrNil)
 	s.pods.OnChange(s.onPod)
 	s.nodes.OnChange(s.onNode)
 	return nil
@@ -157,7 +164,7 @@ func (s *Service) onPod(ch reconcile.Change) {
 	case unbound(p):
 		// Our own status writes (PodScheduled=False) change only status.
 		if ch.Old == nil || ch.Old.Metadata.Generation != ch.New.Metadata.Generation || !maps.Equal(ch.Old.Metadata.Labels, ch.New.Metadata.Labels) {
-			s.queue.add(key, ch.Header)
+			s.queue.add(key, ch.Trace)
 		}
 	default:
 		s.queue.remove(key)
@@ -178,7 +185,16 @@ func (s *Service) onNode(ch reconcile.Change) {
 
 // Run runs the replica until ctx ends: caches always, scheduling and the
 // node pod index while it leads.
+// Stopping by ctx is not an error, whatever it interrupts.
 func (s *Service) Run(ctx context.Context) error {
+	err := s.run(ctx)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+func (s *Service) run(ctx context.Context) error {
 	if err := s.setup(ctx); err != nil {
 		return err
 	}
@@ -196,21 +212,36 @@ func (s *Service) Run(ctx context.Context) error {
 	case <-ctx.Done():
 		return nil
 	}
+	changes, err := s.leases.Watch(ctx, LeaseKey)
+	if err != nil {
+		return err
+	}
 	for ctx.Err() == nil {
 		lease, err := s.leases.Acquire(ctx, LeaseKey, s.cfg.Identity, s.cfg.LeaseTTL)
-		if err != nil {
-			if !errors.Is(err, bus.ErrAlreadyExists) {
-				s.log.Warn("acquiring the scheduler lease", "err", err)
-			}
-			if !sleep(ctx, s.cfg.LeaseTTL/5) {
-				break
-			}
+		if err == nil {
+			s.lead(ctx, lease)
 			continue
 		}
-		s.lead(ctx, lease)
+		if !errors.Is(err, bus.ErrAlreadyExists) {
+			s.log.Warn("acquiring the scheduler lease", "err", err)
+		}
+		s.standBy(ctx, changes)
 	}
 	cancel()
 	return <-mgrErr
+}
+
+// standBy waits until the lease may be free: it changed (expired, released
+// or renewed), or a second passed. Taking over is then a matter of the
+// server noticing the holder's lease run out.
+func (s *Service) standBy(ctx context.Context, changes <-chan bus.LeaseEvent) {
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-changes:
+	case <-t.C:
+	}
 }
 
 // lead schedules while the lease holds. It renews at a third of the TTL
@@ -234,7 +265,7 @@ func (s *Service) lead(ctx context.Context, lease *bus.Lease) {
 	go func() { defer wg.Done(); s.router.run(lctx, s.pods) }()
 	renewed := time.Now()
 	for {
-		if !sleep(ctx, s.cfg.LeaseTTL/3) {
+		if !clock.Sleep(ctx, s.cfg.LeaseTTL/3) {
 			break
 		}
 		next, err := s.leases.Renew(ctx, lease, s.cfg.LeaseTTL)
@@ -256,15 +287,4 @@ func (s *Service) lead(ctx context.Context, lease *bus.Lease) {
 		_ = s.leases.Release(context.WithoutCancel(ctx), lease)
 	}
 	s.log.Info("stepped down")
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -32,18 +32,34 @@ type podRun struct {
 
 // Run runs the init containers one after another, then the containers,
 // until ctx ends (the containers keep running) or the pod finishes.
+//
+// The pod's last known status says what happened before this runtime: a
+// pod that finished for good is not run again, and restart counts go on
+// from where they were, counting a death this runtime did not see.
 func (r *Runtime) Run(ctx context.Context, pod *kinds.Pod, report func(kinds.PodStatus)) {
+	if pod.Terminal() {
+		report(pod.Status)
+		return
+	}
 	pr := &podRun{r: r, pod: pod, report: report}
+	prev := map[string]kinds.ContainerStatus{}
+	for _, cs := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
+		prev[cs.Name] = cs
+	}
 	for _, c := range pod.Spec.InitContainers {
-		pr.inits = append(pr.inits, newSupervisor(pr, c, true))
+		pr.inits = append(pr.inits, newSupervisor(pr, c, true, prev[c.Name]))
 	}
 	for _, c := range pod.Spec.Containers {
-		pr.mains = append(pr.mains, newSupervisor(pr, c, false))
+		pr.mains = append(pr.mains, newSupervisor(pr, c, false, prev[c.Name]))
 	}
 	pr.changed()
 	for _, s := range pr.inits {
-		// A pod whose containers already run has finished its init.
-		if r.hasSurvivors(pod.Metadata.UID) {
+		// A pod whose containers already run, or whose init containers all
+		// succeeded under an earlier agent, has finished its init.
+		if r.hasSurvivors(pod.Metadata.UID) || initsSucceeded(pod.Status, len(pr.inits)) {
+			for _, s := range pr.inits {
+				s.keep(prev[s.c.Name])
+			}
 			break
 		}
 		if ok := s.run(ctx); !ok || ctx.Err() != nil {
@@ -66,6 +82,30 @@ func (r *Runtime) Run(ctx context.Context, pod *kinds.Pod, report func(kinds.Pod
 		go func() { defer wg.Done(); s.run(ctx) }()
 	}
 	wg.Wait()
+}
+
+// initsSucceeded reports whether a last known status shows every init
+// container done with exit code 0.
+func initsSucceeded(st kinds.PodStatus, n int) bool {
+	if n == 0 || len(st.InitContainerStatuses) != n {
+		return false
+	}
+	for _, cs := range st.InitContainerStatuses {
+		if t := cs.State.Terminated; t == nil || t.ExitCode != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// keep shows a container as it last was, done, without running it.
+func (s *supervisor) keep(prev kinds.ContainerStatus) {
+	s.mu.Lock()
+	if prev.Name != "" {
+		s.status = prev
+	}
+	s.finished, s.ranBefore = true, false
+	s.mu.Unlock()
 }
 
 func (r *Runtime) hasSurvivors(uid string) bool {
@@ -126,11 +166,18 @@ type supervisor struct {
 	status   kinds.ContainerStatus
 	finished bool
 	crashes  int
+	// ranBefore: the container ran under an earlier agent, so a start that
+	// adopts nothing follows a death this runtime did not see.
+	ranBefore bool
 }
 
-func newSupervisor(pr *podRun, c kinds.Container, init bool) *supervisor {
-	return &supervisor{pr: pr, c: c, init: init, status: kinds.ContainerStatus{Name: c.Name, Image: c.Image,
+func newSupervisor(pr *podRun, c kinds.Container, init bool, prev kinds.ContainerStatus) *supervisor {
+	s := &supervisor{pr: pr, c: c, init: init, status: kinds.ContainerStatus{Name: c.Name, Image: c.Image,
 		State: kinds.ContainerState{Waiting: &kinds.StateWaiting{Reason: "ContainerCreating"}}}}
+	s.status.RestartCount = prev.RestartCount
+	s.status.LastTerminationState = prev.LastTerminationState
+	s.ranBefore = prev.State.Running != nil || prev.State.Terminated != nil || prev.LastTerminationState.Terminated != nil
+	return s
 }
 
 func (s *supervisor) snapshot() kinds.ContainerStatus {
@@ -277,15 +324,28 @@ func (s *supervisor) setTerminated(p *proc, reason string) {
 // startOrAdopt adopts a surviving process of this container, or starts one.
 func (s *supervisor) startOrAdopt() (*proc, error) {
 	r, uid := s.pr.r, s.pr.pod.Metadata.UID
+	s.mu.Lock()
+	ranBefore := s.ranBefore
+	s.ranBefore = false
+	s.mu.Unlock()
 	if f, ok := r.claim(uid, s.c.Name); ok && alive(f.pid) {
 		p := watchPID(f.pid)
 		p.started = time.Now()
 		s.mu.Lock()
-		s.status.RestartCount = int32(f.restarts)
+		s.status.RestartCount = max(s.status.RestartCount, int32(f.restarts))
 		s.mu.Unlock()
 		r.register(uid, s.c.Name, p)
 		r.log.Info("adopted a running container", "pod", s.pr.pod.Key(), "container", s.c.Name, "pid", f.pid)
 		return p, nil
+	}
+	if ranBefore {
+		// It died while no agent watched it: that death counts too.
+		s.mu.Lock()
+		s.status.RestartCount++
+		s.status.LastTerminationState = kinds.ContainerState{Terminated: &kinds.StateTerminated{ExitCode: -1,
+			Reason: "Unknown", Message: "the container exited while its node agent was down",
+			FinishedAt: time.Now().UTC().Truncate(time.Second)}}
+		s.mu.Unlock()
 	}
 	return s.start()
 }
@@ -367,7 +427,7 @@ func (s *supervisor) environ(restarts int32) []string {
 	for _, e := range s.c.Env {
 		env = append(env, e.Name+"="+e.Value)
 	}
-	return append(env, envNode+"="+s.pr.r.cfg.Node, envPodUID+"="+pod.Metadata.UID,
+	return append(env, envNode+"="+s.pr.r.cfg.Node, envAgent+"="+s.pr.r.cfg.Agent, envPodUID+"="+pod.Metadata.UID,
 		envContainer+"="+s.c.Name, envRestarts+"="+strconv.Itoa(int(restarts)))
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/homeostat/homeostat/clock"
 	"github.com/homeostat/homeostat/kinds"
 )
 
@@ -65,7 +66,7 @@ func periods(pr *kinds.Probe) (initial, period, timeout time.Duration, success, 
 // error after failureThreshold failures in a row (liveness).
 func (s *supervisor) until(ctx context.Context, pr *kinds.Probe, untilSuccess bool) error {
 	initial, period, timeout, _, failures := periods(pr)
-	if !sleepCtx(ctx, initial) {
+	if !clock.Sleep(ctx, initial) {
 		return nil
 	}
 	failed := 0
@@ -82,7 +83,7 @@ func (s *supervisor) until(ctx context.Context, pr *kinds.Probe, untilSuccess bo
 				return err
 			}
 		}
-		if !sleepCtx(ctx, period) {
+		if !clock.Sleep(ctx, period) {
 			return nil
 		}
 	}
@@ -90,7 +91,7 @@ func (s *supervisor) until(ctx context.Context, pr *kinds.Probe, untilSuccess bo
 
 func (s *supervisor) readiness(ctx context.Context, pr *kinds.Probe) {
 	initial, period, timeout, successes, failures := periods(pr)
-	if !sleepCtx(ctx, initial) {
+	if !clock.Sleep(ctx, initial) {
 		return
 	}
 	ok, bad := 0, 0
@@ -106,7 +107,7 @@ func (s *supervisor) readiness(ctx context.Context, pr *kinds.Probe) {
 				s.set(func(cs *kinds.ContainerStatus) { cs.Ready = false })
 			}
 		}
-		if !sleepCtx(ctx, period) {
+		if !clock.Sleep(ctx, period) {
 			return
 		}
 	}
@@ -203,18 +204,4 @@ func truncate(s string, n int) string {
 		return s[:n] + "…"
 	}
 	return s
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -13,6 +13,7 @@ import (
 // agent finds its processes in /proc whatever happened to its own state.
 const (
 	envNode      = "HOMEOSTAT_NODE"
+	envAgent     = "HOMEOSTAT_AGENT"
 	envPodUID    = "HOMEOSTAT_POD_UID"
 	envContainer = "HOMEOSTAT_CONTAINER"
 	envRestarts  = "HOMEOSTAT_RESTARTS"
@@ -26,8 +27,9 @@ type found struct {
 	restarts  int
 }
 
-// scan finds the process-group leaders carrying this node's marker.
-func scan(node string) []found {
+// scan finds the process-group leaders carrying the markers of this node
+// and agent.
+func scan(node, agent string) []found {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -51,7 +53,7 @@ func scan(node string) []found {
 				vars[k] = v
 			}
 		}
-		if vars[envNode] != node || vars[envPodUID] == "" || zombie(pid) {
+		if vars[envNode] != node || vars[envAgent] != agent || vars[envPodUID] == "" || zombie(pid) {
 			continue
 		}
 		n, _ := strconv.Atoi(vars[envRestarts])

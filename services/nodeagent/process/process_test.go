@@ -14,6 +14,7 @@ import (
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/services/nodeagent/process"
+	"github.com/homeostat/homeostat/testenv/poll"
 )
 
 // statuses collects what the runtime reports.
@@ -58,7 +59,7 @@ func (s *statuses) first() kinds.ContainerStatus { return first(s.get()) }
 
 func newRuntime(t *testing.T, node string) *process.Runtime {
 	t.Helper()
-	r, err := process.New(process.Config{Node: node, Dir: t.TempDir(),
+	r, err := process.New(process.Config{Node: node, Agent: "test-agent", Dir: t.TempDir(),
 		BackoffBase: 100 * time.Millisecond, BackoffMax: 400 * time.Millisecond, BackoffReset: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -82,17 +83,6 @@ func sh(name, script string) kinds.Container {
 	return kinds.Container{Name: name, Command: []string{"/bin/sh", "-c", script}}
 }
 
-func eventually(t *testing.T, what string, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // run starts the pod and returns its status log and a stop that ends supervision.
 func run(t *testing.T, r *process.Runtime, p *kinds.Pod) (*statuses, func()) {
 	st := &statuses{}
@@ -108,20 +98,20 @@ func TestRestartPolicies(t *testing.T) {
 	r := newRuntime(t, "n-restart")
 	// Never: a failure is final.
 	never, _ := run(t, r, pod(t, kinds.RestartNever, sh("c", "exit 3")))
-	eventually(t, "Failed", 5*time.Second, func() bool { return never.get().Phase == kinds.PodFailed })
+	poll.Until(t, "Failed", 5*time.Second, func() bool { return never.get().Phase == kinds.PodFailed })
 	if ts := never.first().State.Terminated; ts == nil || ts.ExitCode != 3 || ts.Reason != "Error" {
 		t.Fatalf("terminated state: %+v", ts)
 	}
 	// OnFailure: failures restart, success ends it.
 	marker := t.TempDir() + "/ran"
 	onf, _ := run(t, r, pod(t, kinds.RestartOnFailure, sh("c", "if [ -f "+marker+" ]; then exit 0; fi; touch "+marker+"; exit 1")))
-	eventually(t, "Succeeded after one restart", 5*time.Second, func() bool {
+	poll.Until(t, "Succeeded after one restart", 5*time.Second, func() bool {
 		st := onf.get()
 		return st.Phase == kinds.PodSucceeded && first(st).RestartCount == 1
 	})
 	// Always: even a clean exit restarts, with a growing crash-loop backoff.
 	always, _ := run(t, r, pod(t, kinds.RestartAlways, sh("c", "exit 0")))
-	eventually(t, "three restarts", 10*time.Second, func() bool { return always.first().RestartCount >= 3 })
+	poll.Until(t, "three restarts", 10*time.Second, func() bool { return always.first().RestartCount >= 3 })
 	if !always.seen(func(st kinds.PodStatus) bool {
 		w := first(st).State.Waiting
 		return w != nil && w.Reason == "CrashLoopBackOff"
@@ -138,10 +128,14 @@ func TestRestartPolicies(t *testing.T) {
 
 func TestStopSendsTermThenKill(t *testing.T) {
 	r := newRuntime(t, "n-stop")
-	out := t.TempDir() + "/term"
-	polite := pod(t, kinds.RestartAlways, sh("c", "trap 'echo got-term > "+out+"; exit 0' TERM; while true; do sleep 0.1; done"))
+	dir := t.TempDir()
+	out, trapped := dir+"/term", dir+"/trapped"
+	// Running is reported once the process starts, which may be before the
+	// shell has set its trap: wait for the trap, or SIGTERM kills it outright.
+	polite := pod(t, kinds.RestartAlways, sh("c", "trap 'echo got-term > "+out+"; exit 0' TERM; touch "+trapped+"; while true; do sleep 0.1; done"))
 	st, stop := run(t, r, polite)
-	eventually(t, "running", 5*time.Second, func() bool { return st.get().Phase == kinds.PodRunning })
+	poll.Until(t, "running", 5*time.Second, func() bool { return st.get().Phase == kinds.PodRunning })
+	poll.Until(t, "the TERM trap set", 5*time.Second, func() bool { _, err := os.Stat(trapped); return err == nil })
 	pid := st.first().PID
 	stop()
 	r.Stop(context.Background(), polite.Metadata.UID, 5*time.Second)
@@ -152,9 +146,11 @@ func TestStopSendsTermThenKill(t *testing.T) {
 		t.Fatal("process still alive after Stop")
 	}
 	// One that ignores SIGTERM is killed after the grace period.
-	stubborn := pod(t, kinds.RestartAlways, sh("c", "trap '' TERM; while true; do sleep 0.1; done"))
+	ignoring := dir + "/ignoring"
+	stubborn := pod(t, kinds.RestartAlways, sh("c", "trap '' TERM; touch "+ignoring+"; while true; do sleep 0.1; done"))
 	st2, stop2 := run(t, r, stubborn)
-	eventually(t, "running", 5*time.Second, func() bool { return st2.get().Phase == kinds.PodRunning })
+	poll.Until(t, "running", 5*time.Second, func() bool { return st2.get().Phase == kinds.PodRunning })
+	poll.Until(t, "SIGTERM ignored", 5*time.Second, func() bool { _, err := os.Stat(ignoring); return err == nil })
 	pid2 := st2.first().PID
 	stop2()
 	start := time.Now()
@@ -182,26 +178,26 @@ func TestProbes(t *testing.T) {
 	c.LivenessProbe = &kinds.Probe{HTTPGet: &kinds.HTTPGetAction{Path: "/healthz", Port: kinds.IntOrString{Int: int32(port)}}, PeriodSeconds: 1, FailureThreshold: 2}
 	c.StartupProbe = &kinds.Probe{TCPSocket: &kinds.TCPSocketAction{Port: kinds.IntOrString{Int: int32(port)}}, PeriodSeconds: 1, FailureThreshold: 30}
 	st, _ := run(t, r, pod(t, kinds.RestartAlways, c))
-	eventually(t, "started but not ready", 10*time.Second, func() bool {
+	poll.Until(t, "started but not ready", 10*time.Second, func() bool {
 		s := st.get()
 		return first(s).Started != nil && *first(s).Started && !first(s).Ready
 	})
 	if err := os.WriteFile(flag, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "ready", 10*time.Second, func() bool {
+	poll.Until(t, "ready", 10*time.Second, func() bool {
 		s := st.get()
 		return first(s).Ready && object.FindCondition(s.Conditions, kinds.PodReady).Status == "True"
 	})
 	os.Remove(flag)
-	eventually(t, "not ready again", 10*time.Second, func() bool { return !st.first().Ready })
+	poll.Until(t, "not ready again", 10*time.Second, func() bool { return !st.first().Ready })
 	// Sicken the server: liveness fails twice, the container restarts.
 	resp, err := httpPost("http://127.0.0.1:" + strconv.Itoa(port) + "/sicken")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = resp
-	eventually(t, "a liveness restart", 15*time.Second, func() bool {
+	poll.Until(t, "a liveness restart", 15*time.Second, func() bool {
 		s := st.get()
 		lt := first(s).LastTerminationState.Terminated
 		return first(s).RestartCount >= 1 && lt != nil && strings.HasPrefix(lt.Message, "Liveness probe failed")
@@ -212,8 +208,8 @@ func TestLogsAndPrevious(t *testing.T) {
 	r := newRuntime(t, "n-logs")
 	p := pod(t, kinds.RestartAlways, sh("c", "echo run-$HOMEOSTAT_RESTARTS; exit 1"))
 	st, _ := run(t, r, p)
-	eventually(t, "a restart", 5*time.Second, func() bool { return st.first().RestartCount >= 1 })
-	eventually(t, "logs of both instances", 5*time.Second, func() bool {
+	poll.Until(t, "a restart", 5*time.Second, func() bool { return st.first().RestartCount >= 1 })
+	poll.Until(t, "logs of both instances", 5*time.Second, func() bool {
 		cur, err1 := r.LogPath(p.Metadata.UID, "c", false)
 		prev, err2 := r.LogPath(p.Metadata.UID, "c", true)
 		if err1 != nil || err2 != nil {
@@ -235,7 +231,7 @@ func TestAdoptionAfterRestart(t *testing.T) {
 	drop := pod(t, kinds.RestartAlways, sh("c", "while true; do sleep 0.1; done"))
 	stK, stopK := run(t, r1, keep)
 	stD, stopD := run(t, r1, drop)
-	eventually(t, "both running", 5*time.Second, func() bool {
+	poll.Until(t, "both running", 5*time.Second, func() bool {
 		return stK.get().Phase == kinds.PodRunning && stD.get().Phase == kinds.PodRunning
 	})
 	pidK, pidD := stK.first().PID, stD.first().PID
@@ -250,12 +246,12 @@ func TestAdoptionAfterRestart(t *testing.T) {
 		t.Fatalf("discover: %v %v", found, err)
 	}
 	st2, _ := run(t, r2, keep)
-	eventually(t, "the kept pod adopted", 5*time.Second, func() bool {
+	poll.Until(t, "the kept pod adopted", 5*time.Second, func() bool {
 		s := st2.get()
 		return s.Phase == kinds.PodRunning && first(s).PID == pidK
 	})
 	r2.Cleanup(context.Background(), map[string]bool{keep.Metadata.UID: true})
-	eventually(t, "the dropped pod stopped", 15*time.Second, func() bool { return syscall.Kill(pidD, 0) != nil })
+	poll.Until(t, "the dropped pod stopped", 15*time.Second, func() bool { return syscall.Kill(pidD, 0) != nil })
 	if syscall.Kill(pidK, 0) != nil {
 		t.Fatal("the kept pod's process was stopped")
 	}

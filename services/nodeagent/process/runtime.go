@@ -18,8 +18,11 @@ import (
 
 // Config configures the runtime.
 type Config struct {
-	// Node is the node name; it marks the processes as this agent's.
-	Node string
+	// Node is the node name and Agent the agent's identity; together they
+	// mark the processes as this agent's, so that it adopts and stops only
+	// what it started.
+	Node  string
+	Agent string
 	// Dir holds container logs.
 	Dir string
 	// MaxLogBytes bounds each container log (default 10 MiB).
@@ -53,7 +56,7 @@ type proc struct {
 
 // New prepares the runtime.
 func New(cfg Config) (*Runtime, error) {
-	if cfg.Dir == "" || cfg.Node == "" {
+	if cfg.Dir == "" || cfg.Node == "" || cfg.Agent == "" {
 		return nil, os.ErrInvalid
 	}
 	if cfg.MaxLogBytes == 0 {
@@ -92,7 +95,7 @@ func (r *Runtime) Discover(context.Context) (map[string]bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	uids := map[string]bool{}
-	for _, f := range scan(r.cfg.Node) {
+	for _, f := range scan(r.cfg.Node, r.cfg.Agent) {
 		m := r.adopted[f.podUID]
 		if m == nil {
 			m = map[string]found{}
