@@ -13,7 +13,7 @@ import (
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
-	"github.com/homeostat/homeostat/services/controllers/reconcile"
+	"github.com/homeostat/homeostat/reconcile"
 )
 
 // Index names on informers.
@@ -29,16 +29,6 @@ func orphanIndex(o *object.Object) []string {
 		return nil
 	}
 	return []string{o.Metadata.Namespace}
-}
-
-// decodePod is the pod informer's decoder: each pod is decoded once per
-// change, not once per reconcile that reads it.
-func decodePod(o *object.Object) any {
-	p, err := kinds.DecodePod(o)
-	if err != nil {
-		return nil
-	}
-	return p
 }
 
 // podsOf returns the decoded pods of an index value.
@@ -123,13 +113,24 @@ func createIfAbsent(ctx context.Context, st *bus.Store, o *object.Object) (bool,
 // running on a node is deleted gracefully: its agent stops the containers
 // within the grace period, then removes it.
 func deletePod(ctx context.Context, st *bus.Store, p *object.Object) error {
-	opts := bus.DeleteOptions{UID: p.Metadata.UID}
+	return deleteFenced(ctx, st, p, 0)
+}
+
+// deleteFenced deletes a pod as deletePod does, fencing its slot against
+// its controller's generations before fence (see bus.Fence).
+func deleteFenced(ctx context.Context, st *bus.Store, p *object.Object, fence int64) error {
+	return deleteWith(ctx, st, p, bus.DeleteOptions{UID: p.Metadata.UID, Fence: fence, GracePeriodSeconds: graceOf(p)})
+}
+
+// graceOf is the grace period a pod is deleted with: none unless it is on
+// a node, whose agent must stop its containers.
+func graceOf(p *object.Object) *int64 {
 	var spec kinds.PodSpec
 	if p.DecodeSpec(&spec) == nil && spec.NodeName != "" {
 		g := kinds.Int64(spec.TerminationGracePeriodSeconds, 30)
-		opts.GracePeriodSeconds = &g
+		return &g
 	}
-	return deleteWith(ctx, st, p, opts)
+	return nil
 }
 
 // forceDeletePod removes a pod at once: its node is gone or unreachable.

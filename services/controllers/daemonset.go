@@ -7,7 +7,7 @@ import (
 
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
-	"github.com/homeostat/homeostat/services/controllers/reconcile"
+	"github.com/homeostat/homeostat/reconcile"
 )
 
 // LabelTemplateHash marks a DaemonSet pod with its template version.

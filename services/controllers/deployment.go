@@ -11,7 +11,7 @@ import (
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
-	"github.com/homeostat/homeostat/services/controllers/reconcile"
+	"github.com/homeostat/homeostat/reconcile"
 )
 
 // deployments roll ReplicaSets from one pod template to the next.
@@ -53,18 +53,48 @@ func (c *deployments) Reconcile(ctx context.Context, req reconcile.Request) (rec
 	if !ok || o.Metadata.Deleting() {
 		return reconcile.Result{}, nil
 	}
+	s, err := c.load(ctx, o)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if s.growing() {
+		// Growing the new ReplicaSet counts the old ones' pods: count
+		// them from a cache that has every write the store acknowledged
+		// (this controller's own included), as it may lag.
+		if err := c.catchUp(ctx); err != nil {
+			return reconcile.Result{}, err
+		}
+		if s, err = c.load(ctx, o); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if !s.spec.Paused {
+		if err := c.rollout(ctx, s); err != nil {
+			return reconcile.Result{}, err
+		}
+		if err := c.cleanup(ctx, s); err != nil {
+			return reconcile.Result{}, err
+		}
+	} else if err := c.scalePaused(ctx, s); err != nil {
+		return reconcile.Result{}, err
+	}
+	return c.writeStatus(ctx, s)
+}
+
+// load decodes a Deployment and the ReplicaSets it owns.
+func (c *deployments) load(ctx context.Context, o *object.Object) (*deploymentState, error) {
 	s := &deploymentState{obj: o}
 	if err := o.DecodeSpec(&s.spec); err != nil {
-		return reconcile.Result{}, reconcile.Terminal(err)
+		return nil, reconcile.Terminal(err)
 	}
 	_ = o.DecodeStatus(&s.status)
 	sel, err := s.spec.Selector.Selector()
 	if err != nil {
-		return reconcile.Result{}, reconcile.Terminal(err)
+		return nil, reconcile.Terminal(err)
 	}
 	owned, err := claimObjects(ctx, c.rs.Store(), o, sel, c.rs.ByIndex(byNamespace, o.Metadata.Namespace))
 	if err != nil {
-		return reconcile.Result{}, err
+		return nil, err
 	}
 	s.replicas = kinds.Int32(s.spec.Replicas, 1)
 	s.surge, s.unavail = rollingBounds(s.spec, s.replicas)
@@ -82,17 +112,29 @@ func (c *deployments) Reconcile(ctx context.Context, req reconcile.Request) (rec
 		}
 	}
 	sort.Slice(s.old, func(i, j int) bool { return s.old[i].revision() < s.old[j].revision() })
-	if !s.spec.Paused {
-		if err := c.rollout(ctx, s); err != nil {
-			return reconcile.Result{}, err
-		}
-		if err := c.cleanup(ctx, s); err != nil {
-			return reconcile.Result{}, err
-		}
-	} else if err := c.scalePaused(ctx, s); err != nil {
-		return reconcile.Result{}, err
+	return s, nil
+}
+
+// growing reports a rollout that may make the new ReplicaSet bigger while
+// old ones exist.
+func (s *deploymentState) growing() bool {
+	return !s.spec.Paused && len(s.old) > 0 && (s.newRS == nil || s.newRS.replicas() < s.replicas)
+}
+
+// catchUpWait bounds the wait for the ReplicaSet cache to reach the store.
+const catchUpWait = 2 * time.Second
+
+// catchUp waits until the ReplicaSet cache reflects the store's latest
+// revision, as its leader knows it.
+func (c *deployments) catchUp(ctx context.Context) error {
+	last, err := c.rs.Store().LastRevision(ctx)
+	if err != nil {
+		return err
 	}
-	return c.writeStatus(ctx, s)
+	if !c.rs.WaitForRevision(ctx, last, catchUpWait) {
+		return fmt.Errorf("%w: the replicaset cache has not reached revision %d", bus.ErrUnavailable, last)
+	}
+	return nil
 }
 
 // rollingBounds resolves maxSurge (rounded up) and maxUnavailable (rounded
@@ -161,7 +203,7 @@ func (c *deployments) createNewRS(ctx context.Context, s *deploymentState, revis
 	}
 	first := c.firstSize(s)
 	spec := kinds.ReplicaSetSpec{Replicas: &first, MinReadySeconds: s.spec.MinReadySeconds, Selector: &sel, Template: tmpl}
-	ann := map[string]string{AnnotationRevision: strconv.FormatInt(revision, 10)}
+	ann := map[string]string{AnnotationRevision: strconv.FormatInt(revision, 10), AnnotationSlots: strconv.Itoa(int(first))}
 	if cause := d.Metadata.Annotations[AnnotationChangeCause]; cause != "" {
 		ann[AnnotationChangeCause] = cause
 	}
@@ -188,18 +230,36 @@ func (c *deployments) createNewRS(ctx context.Context, s *deploymentState, revis
 // also its first scaling step: the surge room for RollingUpdate, all of it
 // for Recreate once the old pods are gone.
 func (c *deployments) firstSize(s *deploymentState) int32 {
-	var oldSpec, oldPods int32
+	var oldPods int32
 	for _, r := range s.old {
-		oldSpec += r.replicas()
-		oldPods += r.status.Replicas
+		oldPods += r.mayHave()
 	}
 	if s.spec.Strategy.Type == "Recreate" {
-		if oldSpec+oldPods > 0 {
+		if oldPods > 0 {
 			return 0
 		}
 		return s.replicas
 	}
-	return max(0, min(s.replicas, s.replicas+s.surge-oldSpec))
+	return surgeTo(s.replicas, s.surge, 0, 0, s.old)
+}
+
+// mayHave is how many live pods a ReplicaSet may have now: its spec, or
+// more while pods it was scaled down from are still there, or every slot
+// below its bound while a reconcile of an earlier spec may still add one
+// (see AnnotationSettled).
+func (r *rsView) mayHave() int32 { return boundOf(r.obj, r.replicas(), r.status.Replicas) }
+
+// surgeTo is the size a new ReplicaSet of size n, which may have has pods,
+// may grow to: up to the desired count, keeping every pod that may be live
+// within replicas plus surge. It counts an old ReplicaSet's pods, not only
+// its spec, so that pods the old one was just told to shed still count
+// until they go: the bound holds for pods, not just for specs.
+func surgeTo(replicas, surge, n, has int32, old []*rsView) int32 {
+	live := max(n, has)
+	for _, r := range old {
+		live += r.mayHave()
+	}
+	return max(n, min(replicas, n+replicas+surge-live))
 }
 
 func (c *deployments) setRevision(ctx context.Context, r *rsView, rev int64) error {
@@ -224,7 +284,13 @@ func (c *deployments) scale(ctx context.Context, d *object.Object, r *rsView, n 
 	from := r.replicas()
 	spec := r.spec
 	spec.Replicas = &n
-	next := r.obj.Clone()
+	next := r.obj
+	if n > slotsOf(next) {
+		// Pods may be made up to n: raise the bound in the same write.
+		next = withSlots(next, n, 0)
+	} else {
+		next = next.Clone()
+	}
 	if err := next.SetSpec(spec); err != nil {
 		return err
 	}
@@ -248,7 +314,7 @@ func (c *deployments) recreate(ctx context.Context, s *deploymentState) error {
 		if err := c.scale(ctx, s.obj, r, 0); err != nil {
 			return err
 		}
-		if r.status.Replicas > 0 {
+		if r.mayHave() > 0 {
 			oldLeft = true
 		}
 	}
@@ -271,8 +337,8 @@ func (c *deployments) rollingUpdate(ctx context.Context, s *deploymentState) err
 		if err := c.scale(ctx, s.obj, s.newRS, s.replicas); err != nil {
 			return err
 		}
-	case n < s.replicas && total < s.replicas+s.surge:
-		up := min(s.replicas, n+(s.replicas+s.surge-total))
+	case n < s.replicas:
+		up := surgeTo(s.replicas, s.surge, n, s.newRS.mayHave(), s.old)
 		if err := c.scale(ctx, s.obj, s.newRS, up); err != nil {
 			return err
 		}

@@ -8,7 +8,7 @@ import (
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
-	"github.com/homeostat/homeostat/services/controllers/reconcile"
+	"github.com/homeostat/homeostat/reconcile"
 )
 
 // Deployment condition reasons, as in Kubernetes.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/testenv/poll"
 )
 
 const deployYAML = `apiVersion: apps/v1
@@ -66,7 +67,7 @@ func TestDeploymentRollingUpdateAndRollback(t *testing.T) {
 	stop := e.runPods("app=web")
 	defer stop()
 	e.apply(deployment("web", 4, "{type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}", "100"))
-	eventually(t, "first rollout", 15*time.Second, rolledOut(e, "web", 4))
+	poll.Until(t, "first rollout", 15*time.Second, rolledOut(e, "web", 4))
 	first := replicaSets(e, "web")
 	if len(first) != 1 || !strings.HasSuffix(first["1"], "=4") {
 		t.Fatalf("after the first rollout: %v", first)
@@ -83,7 +84,7 @@ func TestDeploymentRollingUpdateAndRollback(t *testing.T) {
 	}()
 	e.apply(deployment("web", 4, "{type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}", "200"))
 	<-done
-	eventually(t, "second rollout", 15*time.Second, rolledOut(e, "web", 4))
+	poll.Until(t, "second rollout", 15*time.Second, rolledOut(e, "web", 4))
 	if peak > 5 {
 		t.Fatalf("saw %d pods during a rollout with 4 replicas and maxSurge 1", peak)
 	}
@@ -94,7 +95,7 @@ func TestDeploymentRollingUpdateAndRollback(t *testing.T) {
 
 	// Rolling back to the first template reuses its ReplicaSet as revision 3.
 	e.apply(deployment("web", 4, "{type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}", "100"))
-	eventually(t, "rollback", 15*time.Second, func() bool {
+	poll.Until(t, "rollback", 15*time.Second, func() bool {
 		rs := replicaSets(e, "web")
 		return rolledOut(e, "web", 4)() && rs["3"] == strings.Replace(first["1"], "=4", "=4", 1) && strings.HasSuffix(rs["2"], "=0")
 	})
@@ -106,7 +107,7 @@ func TestDeploymentRecreate(t *testing.T) {
 	stop := e.runPods("app=rec")
 	defer stop()
 	e.apply(deployment("rec", 2, "{type: Recreate}", "1"))
-	eventually(t, "first rollout", 15*time.Second, rolledOut(e, "rec", 2))
+	poll.Until(t, "first rollout", 15*time.Second, rolledOut(e, "rec", 2))
 	oldNames := map[string]bool{}
 	for _, p := range e.list("pods", "app=rec") {
 		oldNames[p.Metadata.Name] = true
@@ -141,10 +142,10 @@ func TestDeploymentPauseResumeAndHistoryLimit(t *testing.T) {
 	defer stop()
 	strategy := "{type: RollingUpdate}"
 	e.apply(deployment("p", 2, strategy, "1"))
-	eventually(t, "first rollout", 15*time.Second, rolledOut(e, "p", 2))
+	poll.Until(t, "first rollout", 15*time.Second, rolledOut(e, "p", 2))
 	e.patch("deployments", "p", `{"spec":{"paused":true}}`)
 	e.apply(strings.Replace(deployment("p", 2, strategy, "2"), "revisionHistoryLimit: 2", "revisionHistoryLimit: 2\n  paused: true", 1))
-	eventually(t, "paused condition", 10*time.Second, func() bool {
+	poll.Until(t, "paused condition", 10*time.Second, func() bool {
 		st, _ := deployStatus(e, "p")
 		return cond(st, "Progressing").Reason == "DeploymentPaused"
 	})
@@ -153,28 +154,28 @@ func TestDeploymentPauseResumeAndHistoryLimit(t *testing.T) {
 	}
 	// Paused, it still scales.
 	e.patch("deployments", "p", `{"spec":{"replicas":3}}`)
-	eventually(t, "3 pods while paused", 10*time.Second, func() bool { return len(activePods(e.list("pods", "app=p"))) == 3 })
+	poll.Until(t, "3 pods while paused", 10*time.Second, func() bool { return len(activePods(e.list("pods", "app=p"))) == 3 })
 	if n := len(replicaSets(e, "p")); n != 1 {
 		t.Fatalf("scaling a paused deployment rolled it out: %d ReplicaSets", n)
 	}
 	e.patch("deployments", "p", `{"spec":{"replicas":2}}`)
 	e.patch("deployments", "p", `{"spec":{"paused":false}}`)
-	eventually(t, "rollout after resume", 15*time.Second, func() bool { return rolledOut(e, "p", 2)() && len(replicaSets(e, "p")) == 2 })
+	poll.Until(t, "rollout after resume", 15*time.Second, func() bool { return rolledOut(e, "p", 2)() && len(replicaSets(e, "p")) == 2 })
 	for _, v := range []string{"3", "4", "5"} {
 		e.apply(deployment("p", 2, strategy, v))
-		eventually(t, "rollout "+v, 15*time.Second, func() bool {
+		poll.Until(t, "rollout "+v, 15*time.Second, func() bool {
 			rs := replicaSets(e, "p")
 			return rolledOut(e, "p", 2)() && strings.HasSuffix(rs[v], "=2")
 		})
 	}
-	eventually(t, "history limited to 2 old ReplicaSets", 10*time.Second, func() bool { return len(replicaSets(e, "p")) == 3 })
+	poll.Until(t, "history limited to 2 old ReplicaSets", 10*time.Second, func() bool { return len(replicaSets(e, "p")) == 3 })
 }
 
 func TestDeploymentProgressDeadline(t *testing.T) {
 	e := newEnv(t)
 	e.controllers()
 	e.apply(strings.Replace(deployment("slow", 1, "{type: RollingUpdate}", "1"), "revisionHistoryLimit: 2", "progressDeadlineSeconds: 1", 1))
-	eventually(t, "deadline exceeded", 15*time.Second, func() bool {
+	poll.Until(t, "deadline exceeded", 15*time.Second, func() bool {
 		st, _ := deployStatus(e, "slow")
 		c := cond(st, "Progressing")
 		return c.Status == "False" && c.Reason == "ProgressDeadlineExceeded"

@@ -12,8 +12,8 @@ import (
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/reconcile"
 	"github.com/homeostat/homeostat/schemas"
-	"github.com/homeostat/homeostat/services/controllers/reconcile"
 )
 
 // Finalizers that ask the garbage collector to act before an owner goes.
@@ -31,7 +31,7 @@ const (
 // cascading deletion), strips owner references from dependents of an owner
 // deleted with the orphan policy, and deletes the dependents of an owner
 // deleted in the foreground before letting it go. Its keys are
-// <bucket>.<object key> over every built-in kind that has dependents.
+// <resource>/<object key> over every built-in kind that has dependents.
 type garbageCollector struct {
 	bus  *bus.Conn
 	reg  *schemas.Registry
@@ -41,14 +41,14 @@ type garbageCollector struct {
 	regMu sync.Mutex
 
 	mu     sync.RWMutex
-	infs   map[string]*reconcile.Informer // by bucket; custom kinds come and go
-	custom map[string]string              // ResourceDefinition name -> bucket
+	infs   map[string]*reconcile.Informer // by resource; custom kinds come and go
+	custom map[string]string              // ResourceDefinition name -> resource
 }
 
-func (g *garbageCollector) informer(bucket string) *reconcile.Informer {
+func (g *garbageCollector) informer(resource string) *reconcile.Informer {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	return g.infs[bucket]
+	return g.infs[resource]
 }
 
 func (g *garbageCollector) informers() map[string]*reconcile.Informer {
@@ -65,39 +65,39 @@ func ownerUIDIndex(o *object.Object) []string {
 	return out
 }
 
-func gcKey(bucket, key string) string { return bucket + "." + key }
+func gcKey(resource, key string) string { return resource + "/" + key }
 
 // watch installs the handlers that enqueue what may need collecting.
 func (g *garbageCollector) watch(inf *reconcile.Informer) {
-	bucket := inf.Kind().Bucket
+	resource := inf.Kind().Resource
 	inf.OnChange(func(ch reconcile.Change) {
 		if ch.New == nil {
 			// The owner is gone: its dependents may be orphans now.
 			for _, d := range g.dependents(ch.Old.Metadata.UID) {
-				g.ctrl.Enqueue(gcKey(d.bucket, d.obj.Key()), &ch, bucket)
+				g.ctrl.Enqueue(gcKey(d.resource, d.obj.Key()), &ch, resource)
 			}
 			// An owner being deleted in the foreground waits for this.
 			for _, r := range ch.Old.Metadata.OwnerReferences {
-				if b, ok := g.bucketOf(r); ok {
-					g.ctrl.Enqueue(gcKey(b, object.Key(g.ownerNamespace(ch.Old, r), r.Name)), &ch, bucket)
+				if b, ok := g.resourceName(r); ok {
+					g.ctrl.Enqueue(gcKey(b, object.Key(g.ownerNamespace(ch.Old, r), r.Name)), &ch, resource)
 				}
 			}
 			return
 		}
 		o := ch.New
 		if o.Metadata.Deleting() && (o.Metadata.HasFinalizer(FinalizerOrphan) || o.Metadata.HasFinalizer(FinalizerForeground)) {
-			g.ctrl.Enqueue(gcKey(bucket, o.Key()), &ch, bucket)
+			g.ctrl.Enqueue(gcKey(resource, o.Key()), &ch, resource)
 			return
 		}
 		if len(o.Metadata.OwnerReferences) > 0 && g.ownerMissingFromCache(o) {
-			g.ctrl.Enqueue(gcKey(bucket, o.Key()), &ch, bucket)
+			g.ctrl.Enqueue(gcKey(resource, o.Key()), &ch, resource)
 		}
 	})
 }
 
 type dependent struct {
-	bucket string
-	obj    *object.Object
+	resource string
+	obj      *object.Object
 }
 
 func (g *garbageCollector) dependents(uid string) []dependent {
@@ -110,11 +110,10 @@ func (g *garbageCollector) dependents(uid string) []dependent {
 	return out
 }
 
-// bucketOf resolves an owner reference's kind to its bucket, learning
-// custom kinds from their definitions on demand.
-func (g *garbageCollector) bucketOf(r object.OwnerReference) (string, bool) {
+// resourceName resolves an owner reference's kind to its resource.
+func (g *garbageCollector) resourceName(r object.OwnerReference) (string, bool) {
 	if res, ok := g.reg.ForKind(r.APIVersion, r.Kind); ok {
-		return res.Bucket(), true
+		return res.GroupResource(), true
 	}
 	return "", false
 }
@@ -125,7 +124,7 @@ func (g *garbageCollector) resourceOf(ctx context.Context, r object.OwnerReferen
 	}
 	g.regMu.Lock()
 	defer g.regMu.Unlock()
-	defs, err := g.bus.Store(ctx, bus.StoreSpec{Bucket: g.reg.MustLookup("homeostat.io", "resourcedefinitions").Bucket()})
+	defs, err := g.bus.Store(ctx, reconcile.KindOf(g.reg.MustLookup("homeostat.io", "resourcedefinitions")).StoreSpec())
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +152,7 @@ func (g *garbageCollector) ownerNamespace(dep *object.Object, r object.OwnerRefe
 // a synced cache (the reconcile then checks the store itself).
 func (g *garbageCollector) ownerMissingFromCache(o *object.Object) bool {
 	for _, r := range o.Metadata.OwnerReferences {
-		b, ok := g.bucketOf(r)
+		b, ok := g.resourceName(r)
 		inf := g.informer(b)
 		if !ok || inf == nil {
 			return true
@@ -192,8 +191,8 @@ func (g *garbageCollector) sweep(ctx context.Context, every time.Duration) {
 }
 
 func (g *garbageCollector) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	bucket, key, ok := strings.Cut(req.Key, ".")
-	inf := g.informer(bucket)
+	resource, key, ok := strings.Cut(req.Key, "/")
+	inf := g.informer(resource)
 	if !ok || inf == nil {
 		return reconcile.Result{}, nil
 	}
@@ -231,12 +230,12 @@ func (g *garbageCollector) ownerExists(ctx context.Context, dep *object.Object, 
 		return true, nil // a kind this process cannot see: leave it be
 	}
 	key := object.Key(g.ownerNamespace(dep, r), r.Name)
-	if inf := g.informer(res.Bucket()); inf != nil {
+	if inf := g.informer(res.GroupResource()); inf != nil {
 		if owner, ok := inf.Get(key); ok && owner.Metadata.UID == r.UID {
 			return true, nil
 		}
 	}
-	st, err := g.bus.Store(ctx, bus.StoreSpec{Bucket: res.Bucket(), Namespaced: res.Namespaced, TTL: res.TTL})
+	st, err := g.bus.Store(ctx, reconcile.KindOf(res).StoreSpec())
 	if err != nil {
 		return false, err
 	}
@@ -257,7 +256,7 @@ func (g *garbageCollector) finalize(ctx context.Context, inf *reconcile.Informer
 	switch {
 	case o.Metadata.HasFinalizer(FinalizerOrphan):
 		for _, d := range deps {
-			inf := g.informer(d.bucket)
+			inf := g.informer(d.resource)
 			if inf == nil {
 				continue
 			}
@@ -271,7 +270,7 @@ func (g *garbageCollector) finalize(ctx context.Context, inf *reconcile.Informer
 			if d.obj.Metadata.Deleting() {
 				continue
 			}
-			inf := g.informer(d.bucket)
+			inf := g.informer(d.resource)
 			if inf == nil {
 				continue
 			}

@@ -6,15 +6,16 @@ import (
 	"time"
 
 	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/clock"
+	"github.com/homeostat/homeostat/reconcile"
 	"github.com/homeostat/homeostat/schemas"
-	"github.com/homeostat/homeostat/services/controllers/reconcile"
 )
 
 // followCustomKinds runs an informer for every custom kind while its
 // ResourceDefinition exists, so that the collector covers objects of custom
 // kinds too (a Widget owned by a Deployment goes with it).
 func (g *garbageCollector) followCustomKinds(ctx context.Context) {
-	defs, err := g.bus.Store(ctx, bus.StoreSpec{Bucket: g.reg.MustLookup("homeostat.io", "resourcedefinitions").Bucket()})
+	defs, err := g.bus.Store(ctx, reconcile.KindOf(g.reg.MustLookup("homeostat.io", "resourcedefinitions")).StoreSpec())
 	if err != nil {
 		g.log.Warn("garbage collector: no ResourceDefinitions", "err", err)
 		return
@@ -30,7 +31,7 @@ func (g *garbageCollector) followCustomKinds(ctx context.Context) {
 	for ctx.Err() == nil {
 		ch, err := defs.Watch(ctx, bus.WatchOptions{})
 		if err != nil {
-			sleepCtx(ctx, time.Second)
+			clock.Sleep(ctx, time.Second)
 			continue
 		}
 		for ev := range ch {
@@ -60,7 +61,7 @@ func (g *garbageCollector) startKind(ctx context.Context, def string, res *schem
 		return
 	}
 	k := reconcile.KindOf(res)
-	st, err := g.bus.Store(ctx, bus.StoreSpec{Bucket: k.Bucket, Namespaced: k.Namespaced, TTL: k.TTL})
+	st, err := g.bus.Store(ctx, k.StoreSpec())
 	if err != nil {
 		g.log.Warn("garbage collector: custom kind not followed", "kind", res.GroupResource(), "err", err)
 		return
@@ -69,8 +70,8 @@ func (g *garbageCollector) startKind(ctx context.Context, def string, res *schem
 	inf.AddIndex(byOwnerUID, ownerUIDIndex)
 	g.watch(inf)
 	g.mu.Lock()
-	g.infs[k.Bucket] = inf
-	g.custom[def] = k.Bucket
+	g.infs[k.Resource] = inf
+	g.custom[def] = k.Resource
 	g.mu.Unlock()
 	ictx, cancel := context.WithCancel(ctx)
 	running[def] = cancel

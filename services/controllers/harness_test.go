@@ -35,17 +35,6 @@ func newEnv(t *testing.T) *env {
 // controllers starts another controller process (its own connection).
 func (e *env) controllers(mutate ...func(*controllers.Config)) { e.Controllers(mutate...) }
 
-func eventually(t *testing.T, what string, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func (e *env) res(name string) client.Resource           { return e.Res(name) }
 func (e *env) apply(y string)                            { e.Apply(y) }
 func (e *env) get(kind, name string) *object.Object      { return e.Get(kind, name) }

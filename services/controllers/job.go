@@ -9,7 +9,7 @@ import (
 
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
-	"github.com/homeostat/homeostat/services/controllers/reconcile"
+	"github.com/homeostat/homeostat/reconcile"
 )
 
 // jobs run pods to completion. Pods are named <job>-<n> with the lowest n

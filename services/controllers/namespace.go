@@ -8,8 +8,8 @@ import (
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/reconcile"
 	"github.com/homeostat/homeostat/schemas"
-	"github.com/homeostat/homeostat/services/controllers/reconcile"
 )
 
 // FinalizerNamespace holds a namespace until everything in it is gone.
@@ -40,7 +40,7 @@ func (c *namespaces) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if !res.Namespaced {
 			continue
 		}
-		st, err := c.bus.Store(ctx, bus.StoreSpec{Bucket: res.Bucket(), Namespaced: true, TTL: res.TTL})
+		st, err := c.bus.Store(ctx, reconcile.KindOf(res).StoreSpec())
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -77,7 +77,7 @@ func (c *namespaces) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 func (c *namespaces) learnCustomKinds(ctx context.Context) error {
-	defs, err := c.bus.Store(ctx, bus.StoreSpec{Bucket: c.reg.MustLookup("homeostat.io", "resourcedefinitions").Bucket()})
+	defs, err := c.bus.Store(ctx, reconcile.KindOf(c.reg.MustLookup("homeostat.io", "resourcedefinitions")).StoreSpec())
 	if err != nil {
 		return err
 	}

@@ -7,9 +7,10 @@ import (
 	"time"
 
 	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/clock"
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
-	"github.com/homeostat/homeostat/services/controllers/reconcile"
+	"github.com/homeostat/homeostat/reconcile"
 )
 
 // nodeLifecycle watches the agents' heartbeat leases. A node whose lease
@@ -33,9 +34,9 @@ type nodeLifecycle struct {
 // watchLeases keeps the lease view and enqueues the node of each change.
 func (c *nodeLifecycle) watchLeases(ctx context.Context, leases *bus.Leases) {
 	for ctx.Err() == nil {
-		ch, err := leases.Watch(ctx, "node.")
+		ch, err := leases.Watch(ctx, "node.>")
 		if err != nil {
-			sleepCtx(ctx, time.Second)
+			clock.Sleep(ctx, time.Second)
 			continue
 		}
 		for ev := range ch {
@@ -54,15 +55,6 @@ func (c *nodeLifecycle) watchLeases(ctx context.Context, leases *bus.Leases) {
 			c.mu.Unlock()
 			c.ctrl.EnqueueKey(name)
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/services/controllers"
+	"github.com/homeostat/homeostat/testenv/poll"
 )
 
 const jobYAML = `apiVersion: batch/v1
@@ -70,13 +71,13 @@ func TestJobCompletesWithParallelism(t *testing.T) {
 	e := newEnv(t)
 	e.controllers()
 	e.apply(fmt.Sprintf(jobYAML, "batch", 5, 2, 3))
-	eventually(t, "two pods in parallel", 10*time.Second, func() bool { return len(e.list("pods", "job-name=batch")) == 2 })
+	poll.Until(t, "two pods in parallel", 10*time.Second, func() bool { return len(e.list("pods", "job-name=batch")) == 2 })
 	if st := jobStatus(e, "batch"); st.Active != 2 || st.StartTime == nil {
 		t.Fatalf("status before finishing: %+v", st)
 	}
 	stop := finishPods(e, "batch", kinds.PodSucceeded)
 	defer stop()
-	eventually(t, "Complete", 15*time.Second, func() bool {
+	poll.Until(t, "Complete", 15*time.Second, func() bool {
 		st := jobStatus(e, "batch")
 		return jobCond(st, "Complete") && st.Succeeded == 5 && st.Active == 0 && st.CompletionTime != nil
 	})
@@ -91,7 +92,7 @@ func TestJobFailsPastBackoffLimit(t *testing.T) {
 	e.apply(fmt.Sprintf(jobYAML, "doomed", 1, 1, 2))
 	stop := finishPods(e, "doomed", kinds.PodFailed)
 	defer stop()
-	eventually(t, "Failed", 15*time.Second, func() bool {
+	poll.Until(t, "Failed", 15*time.Second, func() bool {
 		st := jobStatus(e, "doomed")
 		c := object.FindCondition(st.Conditions, "Failed")
 		return c != nil && c.Reason == "BackoffLimitExceeded" && st.Failed == 3
@@ -133,13 +134,13 @@ spec:
 		return out
 	}
 	// n2's taint is not tolerated, n3 has the wrong disk.
-	eventually(t, "one pod, on n1", 10*time.Second, func() bool { m := nodesOf(); return len(m) == 1 && m["n1"] })
+	poll.Until(t, "one pod, on n1", 10*time.Second, func() bool { m := nodesOf(); return len(m) == 1 && m["n1"] })
 	e.patch("nodes", "n3", `{"metadata":{"labels":{"disk":"ssd"}}}`)
-	eventually(t, "a pod on n3 too", 10*time.Second, func() bool { m := nodesOf(); return len(m) == 2 && m["n3"] })
+	poll.Until(t, "a pod on n3 too", 10*time.Second, func() bool { m := nodesOf(); return len(m) == 2 && m["n3"] })
 	if err := e.c.Do(e.ctx, http.MethodDelete, e.res("nodes").Path("", "n1"), nil, "", nil); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the pod of the removed node gone", 10*time.Second, func() bool { m := nodesOf(); return len(m) == 1 && m["n3"] })
+	poll.Until(t, "the pod of the removed node gone", 10*time.Second, func() bool { m := nodesOf(); return len(m) == 1 && m["n3"] })
 }
 
 func TestGarbageCollectionPolicies(t *testing.T) {
@@ -149,18 +150,18 @@ func TestGarbageCollectionPolicies(t *testing.T) {
 	e.apply(fmt.Sprintf(rsYAML, "orph", 2))
 	e.apply(fmt.Sprintf(rsYAML, "fg", 2))
 	for _, app := range []string{"bg", "orph", "fg"} {
-		eventually(t, app+" pods", 10*time.Second, func() bool { return len(e.list("pods", "app="+app)) == 2 })
+		poll.Until(t, app+" pods", 10*time.Second, func() bool { return len(e.list("pods", "app="+app)) == 2 })
 	}
 	// Background: the owner goes at once, the collector removes its pods.
 	if _, err := e.c.Delete(e.ctx, e.res("rs"), "default", "bg", client.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "background cascade", 10*time.Second, func() bool { return len(e.list("pods", "app=bg")) == 0 })
+	poll.Until(t, "background cascade", 10*time.Second, func() bool { return len(e.list("pods", "app=bg")) == 0 })
 	// Orphan: the pods stay, without an owner.
 	if _, err := e.c.Delete(e.ctx, e.res("rs"), "default", "orph", client.DeleteOptions{PropagationPolicy: "Orphan"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "orphaned pods and the owner gone", 10*time.Second, func() bool {
+	poll.Until(t, "orphaned pods and the owner gone", 10*time.Second, func() bool {
 		if _, err := e.c.Get(e.ctx, e.res("rs"), "default", "orph"); !client.IsNotFound(err) {
 			return false
 		}
@@ -176,7 +177,7 @@ func TestGarbageCollectionPolicies(t *testing.T) {
 	if _, err := e.c.Delete(e.ctx, e.res("rs"), "default", "fg", client.DeleteOptions{PropagationPolicy: "Foreground"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "foreground cascade", 10*time.Second, func() bool {
+	poll.Until(t, "foreground cascade", 10*time.Second, func() bool {
 		_, err := e.c.Get(e.ctx, e.res("rs"), "default", "fg")
 		return client.IsNotFound(err) && len(e.list("pods", "app=fg")) == 0
 	})
@@ -197,11 +198,11 @@ func TestDeletingNamespaceDeletesItsContent(t *testing.T) {
 		}
 		return len(l.Items)
 	}
-	eventually(t, "pods in scratch", 10*time.Second, func() bool { return pods() == 2 })
+	poll.Until(t, "pods in scratch", 10*time.Second, func() bool { return pods() == 2 })
 	if _, err := e.c.Delete(e.ctx, e.res("ns"), "", "scratch", client.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the namespace and its content gone", 15*time.Second, func() bool {
+	poll.Until(t, "the namespace and its content gone", 15*time.Second, func() bool {
 		_, err := e.c.Get(e.ctx, e.res("ns"), "", "scratch")
 		return client.IsNotFound(err) && pods() == 0
 	})
@@ -276,7 +277,7 @@ spec: {containers: [{name: c, command: [x]}]}
 	if _, err := e.c.Delete(e.ctx, e.res("rs"), "default", "owner", client.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the widget and its pod collected", 15*time.Second, func() bool {
+	poll.Until(t, "the widget and its pod collected", 15*time.Second, func() bool {
 		_, errW := e.c.Get(e.ctx, e.res("widgets"), "default", "w")
 		_, errP := e.c.Get(e.ctx, e.res("pods"), "default", "of-widget")
 		return client.IsNotFound(errW) && client.IsNotFound(errP)

@@ -11,7 +11,7 @@ import (
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
-	"github.com/homeostat/homeostat/services/controllers/reconcile"
+	"github.com/homeostat/homeostat/reconcile"
 )
 
 // replicaSets keeps each ReplicaSet's pod count at spec.replicas.
@@ -33,11 +33,9 @@ func (c *replicaSets) Reconcile(ctx context.Context, req reconcile.Request) (rec
 		return reconcile.Result{}, nil
 	}
 	var spec kinds.ReplicaSetSpec
-	var status kinds.ReplicaSetStatus
 	if err := o.DecodeSpec(&spec); err != nil {
 		return reconcile.Result{}, reconcile.Terminal(err)
 	}
-	_ = o.DecodeStatus(&status)
 	sel, err := spec.Selector.Selector()
 	if err != nil {
 		return reconcile.Result{}, reconcile.Terminal(err)
@@ -47,18 +45,35 @@ func (c *replicaSets) Reconcile(ctx context.Context, req reconcile.Request) (rec
 		return reconcile.Result{}, err
 	}
 	want := kinds.Int32(spec.Replicas, 1)
-	manageErr := c.manage(ctx, o, spec, pods, want)
-	requeue, err := c.writeStatus(ctx, o, spec, pods, manageErr)
+	if o, err = c.raiseSlots(ctx, o, want); err != nil {
+		return reconcile.Result{}, fmt.Errorf("raising the slot bound: %w", err)
+	}
+	pass, manageErr := c.manage(ctx, o, spec, pods, want)
+	bound, settled := slotsOf(o), false
+	if manageErr == nil {
+		bound, settled = c.settle(ctx, o, pods, pass, want)
+	}
+	requeue, err := c.writeStatus(ctx, o, spec, pods, rsOutcome{pass: pass, err: manageErr, bound: bound, settled: settled})
 	if manageErr != nil {
 		return reconcile.Result{}, manageErr
+	}
+	if err == nil && !settled {
+		// A slot could not be fenced yet (a pod the cache has not shown):
+		// look again soon, as the Deployment waits on it.
+		requeue = settleRetry
 	}
 	return reconcile.Result{RequeueAfter: requeue}, err
 }
 
+// settleRetry is how soon an unsettled ReplicaSet is looked at again.
+const settleRetry = 200 * time.Millisecond
+
 // slotName is the name of the pod in slot i.
 func slotName(rs string, i int32) string { return truncName(rs, "-"+strconv.Itoa(int(i))) }
 
-func (c *replicaSets) manage(ctx context.Context, o *object.Object, spec kinds.ReplicaSetSpec, pods []*kinds.Pod, want int32) error {
+func (c *replicaSets) manage(ctx context.Context, o *object.Object, spec kinds.ReplicaSetSpec, pods []*kinds.Pod, want int32) (passResult, error) {
+	pass := passResult{made: map[string]bool{}, deleted: map[string]bool{}}
+	gen := o.Metadata.Generation
 	taken := map[string]bool{}
 	var active []*kinds.Pod
 	var errs []error
@@ -67,7 +82,8 @@ func (c *replicaSets) manage(ctx context.Context, o *object.Object, spec kinds.R
 		switch {
 		case p.Terminal() && !p.Metadata.Deleting():
 			// A finished pod holds its slot; free it for a replacement.
-			errs = append(errs, deletePod(ctx, c.pods.Store(), p.Object))
+			errs = append(errs, deleteFenced(ctx, c.pods.Store(), p.Object, gen))
+			pass.deleted[p.Metadata.Name] = true
 		case p.Active():
 			active = append(active, p)
 		}
@@ -83,40 +99,50 @@ func (c *replicaSets) manage(ctx context.Context, o *object.Object, spec kinds.R
 			}
 			pod, err := podFromTemplate(o, spec.Template, o.Metadata.Namespace, name, nil)
 			if err != nil {
-				return err
+				return pass, err
 			}
 			toCreate = append(toCreate, pod)
 		}
-		errs = append(errs, c.createPods(ctx, o, toCreate))
+		errs = append(errs, c.createPods(ctx, o, toCreate, pass.made))
 	case diff < 0:
 		for _, p := range deletionOrder(active, o.Metadata.Name, want)[:-diff] {
-			if err := deletePod(ctx, c.pods.Store(), p.Object); err != nil {
+			if err := deleteFenced(ctx, c.pods.Store(), p.Object, gen); err != nil {
 				errs = append(errs, err)
 				continue
 			}
+			pass.deleted[p.Metadata.Name] = true
 			c.events.Event(ctx, o, kinds.EventNormal, "SuccessfulDelete", "Deleted pod: %s", p.Metadata.Name)
 		}
 	}
-	return errors.Join(errs...)
+	return pass, errors.Join(errs...)
 }
 
 // createPods creates in batches that double from 1 (as Kubernetes' slow
 // start does), so that a failing create costs one attempt, not thousands;
 // each batch is pipelined.
-func (c *replicaSets) createPods(ctx context.Context, o *object.Object, pods []*object.Object) error {
+// Each is created on the authority of the ReplicaSet's generation, so that
+// a slot fenced since (by a later generation) refuses it; a refusal means
+// this pass is stale, and the retry sees the newer spec.
+func (c *replicaSets) createPods(ctx context.Context, o *object.Object, pods []*object.Object, taken map[string]bool) error {
+	opts := bus.CreateOptions{Authority: &bus.Authority{Owner: o.Metadata.UID, Generation: o.Metadata.Generation}}
 	for batch := 1; len(pods) > 0; batch = min(batch*2, 500) {
 		n := min(batch, len(pods))
-		_, errs := c.pods.Store().CreateMany(ctx, pods[:n])
+		_, errs := c.pods.Store().CreateMany(ctx, pods[:n], opts)
 		made := 0
 		var failed error
 		for i, err := range errs {
+			name := pods[i].Metadata.Name
 			switch {
 			case err == nil:
 				made++
+				taken[name] = true
 			case errors.Is(err, bus.ErrAlreadyExists):
+				taken[name] = true
+			case errors.Is(err, bus.ErrFenced):
+				failed = err
 			default:
 				failed = err
-				c.events.Event(ctx, o, kinds.EventWarning, "FailedCreate", "Error creating pod %s: %v", pods[i].Metadata.Name, err)
+				c.events.Event(ctx, o, kinds.EventWarning, "FailedCreate", "Error creating pod %s: %v", name, err)
 			}
 		}
 		if made > 0 {
@@ -166,9 +192,19 @@ func deletionOrder(pods []*kinds.Pod, rs string, want int32) []*kinds.Pod {
 	return out
 }
 
-// writeStatus counts the pods and says when to look again for a pod that
-// becomes available after minReadySeconds.
-func (c *replicaSets) writeStatus(ctx context.Context, o *object.Object, spec kinds.ReplicaSetSpec, pods []*kinds.Pod, manageErr error) (time.Duration, error) {
+// rsOutcome is what a reconcile did, for its status.
+type rsOutcome struct {
+	pass    passResult
+	err     error
+	bound   int32
+	settled bool
+}
+
+// writeStatus counts the pods (those this pass created and not those it
+// deleted, which the cache does not show yet), records the slot bound and
+// says when to look again for a pod that becomes available after
+// minReadySeconds.
+func (c *replicaSets) writeStatus(ctx context.Context, o *object.Object, spec kinds.ReplicaSetSpec, pods []*kinds.Pod, out rsOutcome) (time.Duration, error) {
 	var status kinds.ReplicaSetStatus
 	_ = o.DecodeStatus(&status)
 	now := c.now()
@@ -176,8 +212,10 @@ func (c *replicaSets) writeStatus(ctx context.Context, o *object.Object, spec ki
 	sel := object.SelectorFromSet(spec.Template.Metadata.Labels)
 	next := time.Duration(0)
 	st := kinds.ReplicaSetStatus{ObservedGeneration: o.Metadata.Generation, Conditions: status.Conditions}
+	seen := map[string]bool{}
 	for _, p := range pods {
-		if p.Metadata.Deleting() || p.Terminal() {
+		seen[p.Metadata.Name] = true
+		if p.Metadata.Deleting() || p.Terminal() || out.pass.deleted[p.Metadata.Name] {
 			continue
 		}
 		st.Replicas++
@@ -193,13 +231,25 @@ func (c *replicaSets) writeStatus(ctx context.Context, o *object.Object, spec ki
 			}
 		}
 	}
-	if manageErr != nil {
+	for name := range out.pass.made {
+		if !seen[name] {
+			st.Replicas++
+			st.FullyLabeledReplicas++
+		}
+	}
+	if out.err != nil {
 		object.SetCondition(&st.Conditions, object.Condition{Type: "ReplicaFailure", Status: object.ConditionTrue,
-			Reason: "FailedCreate", Message: manageErr.Error()}, now)
+			Reason: "FailedCreate", Message: out.err.Error()}, now)
 	} else if cond := object.FindCondition(st.Conditions, "ReplicaFailure"); cond != nil {
 		st.Conditions = removeCondition(st.Conditions, "ReplicaFailure")
 	}
-	if err := updateStatus(ctx, c.rs.Store(), o, st); err != nil {
+	settled := int64(0)
+	if out.settled {
+		settled = o.Metadata.Generation
+	}
+	n := withSlots(o, out.bound, settled)
+	n.Status = mustJSON(st)
+	if _, err := c.rs.Store().Update(ctx, n, bus.UpdateOptions{Current: o}); err != nil {
 		return 0, fmt.Errorf("status: %w", err)
 	}
 	return next, nil

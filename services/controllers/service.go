@@ -10,12 +10,14 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/reconcile"
 	"github.com/homeostat/homeostat/schemas"
-	"github.com/homeostat/homeostat/services/controllers/reconcile"
 )
 
 // Config configures the controllers.
@@ -45,9 +47,11 @@ type Service struct {
 	cfg Config
 	reg *schemas.Registry
 	log *slog.Logger
-	mgr *reconcile.Manager
-	gc  *garbageCollector
-	nl  *nodeLifecycle
+	// mgrReady is the manager once set up, for Ready from other goroutines.
+	mgrReady atomic.Pointer[reconcile.Manager]
+	mgr      *reconcile.Manager
+	gc       *garbageCollector
+	nl       *nodeLifecycle
 }
 
 // New checks the configuration.
@@ -71,10 +75,10 @@ func New(cfg Config) (*Service, error) {
 
 // Ready is closed once the controllers have synced their caches and started.
 func (s *Service) Ready() <-chan struct{} {
-	if s.mgr == nil {
-		return nil
+	if m := s.mgrReady.Load(); m != nil {
+		return m.Ready()
 	}
-	return s.mgr.Ready()
+	return nil
 }
 
 func (s *Service) kind(group, plural string) reconcile.Kind {
@@ -92,8 +96,9 @@ func (s *Service) Setup(ctx context.Context) error {
 		return err
 	}
 	s.mgr = mgr
+	s.mgrReady.Store(mgr)
 	pods := mgr.Informer(s.kind("", "pods"))
-	pods.SetDecoder(decodePod)
+	pods.SetDecoder(kinds.PodOrNil)
 	pods.AddIndex(byNamespace, namespaceIndex)
 	pods.AddIndex(byOwner, ownerIndex)
 	pods.AddIndex(byOrphan, orphanIndex)
@@ -125,8 +130,8 @@ func (s *Service) setupReplicaSets(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pods.OnChange(enqueueOwner(ctrl, "ReplicaSet", pods.Kind().Bucket, podChanged))
-	pods.OnChange(adoptOrphans(ctrl, r.rs, pods.Kind().Bucket, "ReplicaSet"))
+	pods.OnChange(enqueueOwner(ctrl, "ReplicaSet", pods.Kind().Resource, podChanged))
+	pods.OnChange(adoptOrphans(ctrl, r.rs, pods.Kind().Resource, "ReplicaSet"))
 	return nil
 }
 
@@ -144,8 +149,8 @@ func (s *Service) setupDeployments(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rs.OnChange(enqueueOwner(ctrl, "Deployment", rs.Kind().Bucket, nil))
-	rs.OnChange(adoptOrphans(ctrl, deploys, rs.Kind().Bucket, "Deployment"))
+	rs.OnChange(enqueueOwner(ctrl, "Deployment", rs.Kind().Resource, nil))
+	rs.OnChange(adoptOrphans(ctrl, deploys, rs.Kind().Resource, "Deployment"))
 	return nil
 }
 
@@ -175,8 +180,17 @@ func adoptOrphans(ctrl *reconcile.Controller, owners *reconcile.Informer, bucket
 	}
 }
 
-// Run runs the controllers until ctx ends.
+// Run runs the controllers until ctx ends; stopping by ctx is not an
+// error, whatever it interrupts.
 func (s *Service) Run(ctx context.Context) error {
+	err := s.run(ctx)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+func (s *Service) run(ctx context.Context) error {
 	if err := s.Setup(ctx); err != nil {
 		return err
 	}
@@ -230,7 +244,7 @@ func (s *Service) setupJobs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pods.OnChange(enqueueOwner(ctrl, "Job", pods.Kind().Bucket, podChanged))
+	pods.OnChange(enqueueOwner(ctrl, "Job", pods.Kind().Resource, podChanged))
 	return nil
 }
 
@@ -247,13 +261,13 @@ func (s *Service) setupDaemonSets(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pods.OnChange(enqueueOwner(ctrl, "DaemonSet", pods.Kind().Bucket, podChanged))
+	pods.OnChange(enqueueOwner(ctrl, "DaemonSet", pods.Kind().Resource, podChanged))
 	nodes.OnChange(func(ch reconcile.Change) {
 		if ch.Old != nil && ch.New != nil && !nodeChanged(ch.Old, ch.New) {
 			return
 		}
 		for _, k := range ds.ds.Keys() {
-			ctrl.Enqueue(k, &ch, nodes.Kind().Bucket)
+			ctrl.Enqueue(k, &ch, nodes.Kind().Resource)
 		}
 	})
 	return nil
@@ -269,7 +283,7 @@ func (s *Service) setupGC(ctx context.Context) error {
 	for _, gr := range [][2]string{{"", "pods"}, {"apps", "replicasets"}, {"apps", "deployments"}, {"apps", "daemonsets"}, {"batch", "jobs"}} {
 		inf := s.mgr.Informer(s.kind(gr[0], gr[1]))
 		inf.AddIndex(byOwnerUID, ownerUIDIndex)
-		g.infs[inf.Kind().Bucket] = inf
+		g.infs[inf.Kind().Resource] = inf
 	}
 	opts := s.options("garbage-collector", reconcile.Kind{}, g)
 	opts.NoSource = true

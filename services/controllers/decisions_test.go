@@ -1,0 +1,148 @@
+package controllers
+
+import (
+	"testing"
+	"time"
+
+	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/object"
+)
+
+func TestRollingBounds(t *testing.T) {
+	i := func(n int32) *kinds.IntOrString { return &kinds.IntOrString{Int: n} }
+	pct := func(s string) *kinds.IntOrString { return &kinds.IntOrString{IsString: true, Str: s} }
+	rolling := func(surge, unavail *kinds.IntOrString) kinds.DeploymentSpec {
+		return kinds.DeploymentSpec{Strategy: kinds.DeploymentStrategy{Type: "RollingUpdate",
+			RollingUpdate: &kinds.RollingUpdateStrategy{MaxSurge: surge, MaxUnavailable: unavail}}}
+	}
+	for _, tc := range []struct {
+		name                   string
+		spec                   kinds.DeploymentSpec
+		replicas               int32
+		wantSurge, wantUnavail int32
+	}{
+		{"defaults are 25% each, surge rounded up, unavailable down", kinds.DeploymentSpec{}, 10, 3, 2},
+		{"defaults on one replica", kinds.DeploymentSpec{}, 1, 1, 0},
+		{"numbers as given", rolling(i(1), i(1)), 4, 1, 1},
+		{"percentages", rolling(pct("50%"), pct("10%")), 5, 3, 0},
+		{"both zero would stall: one unavailable", rolling(i(0), i(0)), 3, 0, 1},
+		{"recreate: all unavailable, no surge", kinds.DeploymentSpec{Strategy: kinds.DeploymentStrategy{Type: "Recreate"}}, 4, 0, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			surge, unavail := rollingBounds(tc.spec, tc.replicas)
+			if surge != tc.wantSurge || unavail != tc.wantUnavail {
+				t.Fatalf("got surge %d, unavailable %d; want %d, %d", surge, unavail, tc.wantSurge, tc.wantUnavail)
+			}
+		})
+	}
+}
+
+// rsAt is a ReplicaSet view at generation 2 with a slot bound, settled at
+// generation settled.
+func rsAt(spec, pods, slots int32, settled int64) *rsView {
+	o := withSlots(&object.Object{Metadata: object.Meta{Name: "rs", Generation: 2}}, slots, settled)
+	return &rsView{obj: o, spec: kinds.ReplicaSetSpec{Replicas: &spec}, status: kinds.ReplicaSetStatus{Replicas: pods}}
+}
+
+func TestMayHave(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rs   *rsView
+		want int32
+	}{
+		{"settled: its spec", rsAt(3, 3, 3, 2), 3},
+		{"settled: pods it still has above its spec", rsAt(3, 4, 4, 2), 4},
+		{"settled: pods not yet made count from the spec", rsAt(3, 1, 3, 2), 3},
+		{"settled with a gap below a higher slot: the pods, not the bound", rsAt(3, 3, 5, 2), 3},
+		{"scaled down, not settled since: every slot below the bound", rsAt(1, 1, 3, 1), 3},
+		{"never settled", rsAt(2, 0, 4, 0), 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.rs.mayHave(); got != tc.want {
+				t.Fatalf("mayHave() = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSurgeTo(t *testing.T) {
+	rs := func(spec, pods int32) *rsView { return rsAt(spec, pods, max(spec, pods), 2) }
+	for _, tc := range []struct {
+		name                         string
+		replicas, surge, newNow, has int32
+		old                          []*rsView
+		want                         int32
+	}{
+		{"a first ReplicaSet takes all", 4, 1, 0, 0, nil, 4},
+		{"room of one above the old pods", 4, 1, 0, 0, []*rsView{rs(4, 4)}, 1},
+		{"no room while the old still has its pods", 4, 1, 1, 1, []*rsView{rs(4, 4)}, 1},
+		// The old one was told to go to 3 but still has 4 pods: they count.
+		{"pods the old one was told to shed still count", 4, 1, 1, 1, []*rsView{rs(3, 4)}, 1},
+		{"once they are gone, room opens", 4, 1, 1, 1, []*rsView{rs(3, 3)}, 2},
+		{"pods not yet created count from the spec", 4, 1, 1, 1, []*rsView{rs(3, 0)}, 2},
+		{"several old ones", 6, 2, 0, 0, []*rsView{rs(2, 3), rs(3, 3)}, 2},
+		{"never above the desired count", 4, 10, 0, 0, []*rsView{rs(1, 1)}, 4},
+		{"never shrinks the new one", 4, 1, 3, 3, []*rsView{rs(4, 4)}, 3},
+		// A stale reconcile of the old one may still fill slots 1 and 2.
+		{"an old one scaled down but not settled counts its slots", 4, 1, 2, 2, []*rsView{rsAt(1, 1, 3, 1)}, 2},
+		{"once settled, its pods", 4, 1, 2, 2, []*rsView{rsAt(1, 1, 1, 2)}, 4},
+		{"the new one's own slots count too", 4, 1, 2, 4, []*rsView{rs(1, 1)}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := surgeTo(tc.replicas, tc.surge, tc.newNow, tc.has, tc.old); got != tc.want {
+				t.Fatalf("surgeTo(%d, %d, %d, ...) = %d, want %d", tc.replicas, tc.surge, tc.newNow, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDeletionOrder(t *testing.T) {
+	now := time.Now()
+	pod := func(name, node, phase string, ready bool, restarts int32, age time.Duration) *kinds.Pod {
+		p := &kinds.Pod{Object: &object.Object{Metadata: object.Meta{Name: name, CreationTimestamp: now.Add(-age)}}}
+		p.Spec.NodeName = node
+		p.Status.Phase = phase
+		p.Status.ContainerStatuses = []kinds.ContainerStatus{{Name: "c", Ready: ready, RestartCount: restarts}}
+		if ready {
+			p.Status.Conditions = []object.Condition{{Type: kinds.PodReady, Status: object.ConditionTrue}}
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		pods []*kinds.Pod
+		want int32
+		out  []string // deletion order, first first
+	}{
+		{"outside the slots first", []*kinds.Pod{
+			pod("rs-0", "n", kinds.PodRunning, true, 0, time.Hour),
+			pod("rs-3", "n", kinds.PodRunning, true, 0, time.Hour),
+		}, 1, []string{"rs-3", "rs-0"}},
+		{"unscheduled before scheduled, pending before running, not ready before ready", []*kinds.Pod{
+			pod("rs-0", "n", kinds.PodRunning, true, 0, time.Hour),
+			pod("rs-1", "n", kinds.PodRunning, false, 0, time.Hour),
+			pod("rs-2", "n", kinds.PodPending, false, 0, time.Hour),
+			pod("rs-3", "", kinds.PodPending, false, 0, time.Hour),
+		}, 4, []string{"rs-3", "rs-2", "rs-1", "rs-0"}},
+		{"more restarts first, then newer first", []*kinds.Pod{
+			pod("rs-0", "n", kinds.PodRunning, true, 0, time.Hour),
+			pod("rs-1", "n", kinds.PodRunning, true, 5, time.Hour),
+			pod("rs-2", "n", kinds.PodRunning, true, 0, time.Minute),
+		}, 3, []string{"rs-1", "rs-2", "rs-0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, p := range deletionOrder(tc.pods, "rs", tc.want) {
+				got = append(got, p.Metadata.Name)
+			}
+			if len(got) != len(tc.out) {
+				t.Fatalf("got %v, want %v", got, tc.out)
+			}
+			for i := range got {
+				if got[i] != tc.out[i] {
+					t.Fatalf("got %v, want %v", got, tc.out)
+				}
+			}
+		})
+	}
+}
