@@ -17,8 +17,10 @@ import (
 	"time"
 
 	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/clock"
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/reconcile"
 	"github.com/homeostat/homeostat/schemas"
 )
 
@@ -130,15 +132,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 // Ceiling measures async publishes with a revision check to KV subjects,
 // the write path every Homeostat write takes.
 func Ceiling(ctx context.Context, conn *bus.Conn, n int) (float64, error) {
-	if _, err := conn.EnsureBucket(ctx, bus.BucketSpec{Name: "hs_ceiling"}); err != nil {
-		return 0, err
-	}
-	payload := make([]byte, 256)
-	return conn.PublishBurst(ctx, "$KV.hs_ceiling.", n, payload)
+	return conn.MeasureWriteCeiling(ctx, n, make([]byte, 256))
 }
 
 func waitNodes(ctx context.Context, conn *bus.Conn, n int, within time.Duration) error {
-	st, err := conn.Store(ctx, bus.StoreSpec{Bucket: "hs_nodes"})
+	st, err := conn.Store(ctx, bus.StoreSpec{Resource: "nodes", Kind: "Node"})
 	if err != nil {
 		return err
 	}
@@ -148,10 +146,8 @@ func waitNodes(ctx context.Context, conn *bus.Conn, n int, within time.Duration)
 		if err == nil && len(l.Items) >= n {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
+		if !clock.Sleep(ctx, 500*time.Millisecond) {
 			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
 		}
 	}
 	return fmt.Errorf("bench: %d nodes did not register within %s", n, within)
@@ -164,7 +160,7 @@ func createDeployments(ctx context.Context, conn *bus.Conn, n, replicas int) err
 		return err
 	}
 	res := reg.MustLookup("apps", "deployments")
-	st, err := conn.Store(ctx, bus.StoreSpec{Bucket: res.Bucket(), Namespaced: true})
+	st, err := conn.Store(ctx, reconcile.KindOf(res).StoreSpec())
 	if err != nil {
 		return err
 	}
@@ -204,7 +200,7 @@ type podWatch struct {
 }
 
 func watchPods(ctx context.Context, conn *bus.Conn) (*podWatch, error) {
-	st, err := conn.Store(ctx, bus.StoreSpec{Bucket: "hs_pods", Namespaced: true})
+	st, err := conn.Store(ctx, bus.StoreSpec{Resource: "pods", Kind: "Pod", Namespaced: true})
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ func newControllers(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return runAll(ctx, svc.Run, metricsServer(metrics))
+				return runAll(ctx, svc.Run, metricsServer(metrics, svc.Ready))
 			})
 		},
 	}
@@ -46,8 +46,9 @@ func newControllers(g *globals) *cobra.Command {
 	return cmd
 }
 
-// metricsServer serves /metrics and /healthz until ctx ends.
-func metricsServer(addr string) func(context.Context) error {
+// metricsServer serves /metrics, /healthz and /readyz until ctx ends;
+// ready is the service's readiness (nil until it knows).
+func metricsServer(addr string, ready func() <-chan struct{}) func(context.Context) error {
 	return func(ctx context.Context) error {
 		if addr == "" {
 			<-ctx.Done()
@@ -56,6 +57,13 @@ func metricsServer(addr string) func(context.Context) error {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", metricsHandler())
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+		mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+			if !closed(ready()) {
+				http.Error(w, "not ready: waiting for the bus and the caches\n", http.StatusServiceUnavailable)
+				return
+			}
+			_, _ = w.Write([]byte("ok\n"))
+		})
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return err
@@ -77,5 +85,18 @@ func metricsServer(addr string) func(context.Context) error {
 			}
 		}
 		return nil
+	}
+}
+
+// closed reports whether ch is closed (a nil channel is not).
+func closed(ch <-chan struct{}) bool {
+	if ch == nil {
+		return false
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }

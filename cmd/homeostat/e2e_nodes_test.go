@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/homeostat/homeostat/testenv/poll"
 )
 
 const demoManifest = `apiVersion: apps/v1
@@ -69,24 +71,13 @@ func readyPods(ps []podView) []podView {
 	return out
 }
 
-func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 var listening = regexp.MustCompile(`listening on (\S+)`)
 
 // answer finds a pod's address in its log and asks it who it is.
 func (s *server) answer(t *testing.T, pod string) string {
 	t.Helper()
 	var addr string
-	waitFor(t, "the address in the log of "+pod, 10*time.Second, func() bool {
+	poll.Until(t, "the address in the log of "+pod, 10*time.Second, func() bool {
 		out, _, err := s.run("", "logs", pod)
 		m := listening.FindStringSubmatch(out)
 		if err != nil || m == nil {
@@ -113,7 +104,7 @@ func TestBinaryRunsRealWorkloads(t *testing.T) {
 	watch := startBackground(t, s, "get", "pods", "-w")
 	s.must(fmt.Sprintf(manifest, "v1"), "apply", "-f", "-")
 
-	waitFor(t, "3 running pods with real PIDs", 30*time.Second, func() bool { return len(readyPods(s.pods(t))) == 3 })
+	poll.Until(t, "3 running pods with real PIDs", 30*time.Second, func() bool { return len(readyPods(s.pods(t))) == 3 })
 	pods := readyPods(s.pods(t))
 	for _, p := range pods {
 		if syscall.Kill(p.Status.ContainerStatuses[0].PID, 0) != nil {
@@ -123,13 +114,13 @@ func TestBinaryRunsRealWorkloads(t *testing.T) {
 			t.Fatalf("pod %s answered %q", p.Metadata.Name, got)
 		}
 	}
-	waitFor(t, "get -w to show the pods running", 10*time.Second, func() bool {
+	poll.Until(t, "get -w to show the pods running", 10*time.Second, func() bool {
 		return strings.Count(watch(), "Running") >= 3 && strings.Contains(watch(), "NAME")
 	})
 	// One apply reads as one trace, from the API down to the pods' start.
 	// Spans are written in batches each second.
 	steps := []string{"POST /apis/apps/v1/namespaces/default/deployments", "reconcile deployment", "reconcile replicaset", "bind", "start pod"}
-	waitFor(t, "the trace of the apply", 15*time.Second, func() bool {
+	poll.Until(t, "the trace of the apply", 15*time.Second, func() bool {
 		tr, _, _ := s.run("", "trace", "deployment/demo")
 		for _, step := range steps {
 			if !strings.Contains(tr, step) {
@@ -148,7 +139,7 @@ func TestBinaryRunsRealWorkloads(t *testing.T) {
 	if err := syscall.Kill(victim.Status.ContainerStatuses[0].PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the killed container restarted", 30*time.Second, func() bool {
+	poll.Until(t, "the killed container restarted", 30*time.Second, func() bool {
 		for _, p := range readyPods(s.pods(t)) {
 			if p.Metadata.UID == victim.Metadata.UID && p.Status.ContainerStatuses[0].RestartCount == 1 &&
 				p.Status.ContainerStatuses[0].PID != victim.Status.ContainerStatuses[0].PID {
@@ -164,7 +155,7 @@ func TestBinaryRunsRealWorkloads(t *testing.T) {
 	// Delete a pod: it is stopped and replaced.
 	gone := pods[1]
 	s.must("", "delete", "pod", gone.Metadata.Name)
-	waitFor(t, "a replacement", 30*time.Second, func() bool {
+	poll.Until(t, "a replacement", 30*time.Second, func() bool {
 		ps := readyPods(s.pods(t))
 		for _, p := range ps {
 			if p.Metadata.UID == gone.Metadata.UID {
@@ -179,16 +170,16 @@ func TestBinaryRunsRealWorkloads(t *testing.T) {
 
 	// Scale.
 	s.must("", "scale", "deployment/demo", "--replicas", "5")
-	waitFor(t, "5 pods", 30*time.Second, func() bool { return len(readyPods(s.pods(t))) == 5 })
+	poll.Until(t, "5 pods", 30*time.Second, func() bool { return len(readyPods(s.pods(t))) == 5 })
 	s.must("", "scale", "deployment/demo", "--replicas", "2")
-	waitFor(t, "2 pods", 30*time.Second, func() bool { return len(s.pods(t)) == 2 })
+	poll.Until(t, "2 pods", 30*time.Second, func() bool { return len(s.pods(t)) == 2 })
 
 	// Roll out a new version and follow it to the end.
 	s.must(fmt.Sprintf(manifest, "v2"), "apply", "-f", "-")
 	if out := s.must("", "rollout", "status", "deployment/demo"); !strings.Contains(out, `deployment "demo" successfully rolled out`) {
 		t.Fatalf("rollout status:\n%s", out)
 	}
-	waitFor(t, "only v2 pods", 30*time.Second, func() bool { return len(s.pods(t)) == 2 && len(readyPods(s.pods(t))) == 2 })
+	poll.Until(t, "only v2 pods", 30*time.Second, func() bool { return len(s.pods(t)) == 2 && len(readyPods(s.pods(t))) == 2 })
 	for _, p := range readyPods(s.pods(t)) {
 		if got := s.answer(t, p.Metadata.Name); !strings.HasPrefix(got, "v2") {
 			t.Fatalf("after the rollout, pod %s answered %q", p.Metadata.Name, got)
@@ -200,7 +191,7 @@ func TestBinaryRunsRealWorkloads(t *testing.T) {
 	}
 	s.must("", "rollout", "undo", "deployment/demo")
 	s.must("", "rollout", "status", "deployment/demo")
-	waitFor(t, "v1 again", 30*time.Second, func() bool {
+	poll.Until(t, "v1 again", 30*time.Second, func() bool {
 		ps := readyPods(s.pods(t))
 		return len(ps) == 2 && len(s.pods(t)) == 2 && strings.HasPrefix(s.answer(t, ps[0].Metadata.Name), "v1")
 	})
@@ -211,7 +202,7 @@ func TestBinaryRunsRealWorkloads(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		_, _ = http.Get("http://" + m[1] + "/")
 	}
-	waitFor(t, "followed lines", 10*time.Second, func() bool { return strings.Count(follow(), "GET /") >= 3 })
+	poll.Until(t, "followed lines", 10*time.Second, func() bool { return strings.Count(follow(), "GET /") >= 3 })
 
 	// Stopping Homeostat stops the pods' processes too.
 	var pids []int

@@ -5,17 +5,21 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/homeostat/homeostat/testenv/poll"
 )
 
 var (
@@ -75,9 +79,22 @@ func (s *syncBuffer) String() string {
 var apiLine = regexp.MustCompile(`API:\s+(http://\S+)`)
 var natsLine = regexp.MustCompile(`NATS:\s+(nats://\S+)`)
 
+// nodeName gives each data directory a node name of its own, so that no
+// test touches the pods of another `up` on the machine, and a restart over
+// the same directory is the same node.
+func nodeName(dataDir string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(dataDir))
+	return fmt.Sprintf("e2e-%08x", h.Sum32())
+}
+
 func startUp(t *testing.T, dataDir string, extra ...string) *server {
 	t.Helper()
-	args := append([]string{"up", "--data-dir", dataDir, "--listen", "127.0.0.1:0", "--nats-listen", "127.0.0.1:0"}, extra...)
+	args := []string{"up", "--data-dir", dataDir, "--listen", "127.0.0.1:0", "--nats-listen", "127.0.0.1:0"}
+	if !slices.Contains(extra, "--node-name") {
+		args = append(args, "--node-name", nodeName(dataDir))
+	}
+	args = append(args, extra...)
 	cmd := exec.Command(binary(t), args...)
 	cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=", "HOMEOSTAT_SERVER=")
 	stdout, err := cmd.StdoutPipe()
@@ -218,15 +235,22 @@ func TestBinaryUpApplyGetDelete(t *testing.T) {
 	if out := s.must("", "apply", "-f", file); out != "namespace/shop unchanged\ndeployment.apps/web unchanged\n" {
 		t.Fatalf("second apply:\n%s", out)
 	}
-	out := s.must("", "get", "deployments", "-n", "shop")
-	if !regexp.MustCompile(`^NAME\s+READY\s+UP-TO-DATE\s+AVAILABLE\s+AGE\nweb\s+0/2\s+0\s+0\s+\d+s\n$`).MatchString(out) {
+	// The table has its columns at once; the rollout reaches 2/2 (how fast
+	// it passes through 0/2 and 1/2 is the system's business).
+	table := regexp.MustCompile(`^NAME\s+READY\s+UP-TO-DATE\s+AVAILABLE\s+AGE\nweb\s+(\d)/2\s+\d\s+\d\s+\d+s\n$`)
+	if out := s.must("", "get", "deployments", "-n", "shop"); !table.MatchString(out) {
 		t.Fatalf("get table:\n%s", out)
 	}
+	poll.Until(t, "web 2/2 in the table", 30*time.Second, func() bool {
+		out, _, err := s.run("", "get", "deployments", "-n", "shop")
+		m := table.FindStringSubmatch(out)
+		return err == nil && m != nil && m[1] == "2"
+	})
 	if out := s.must("", "get", "ns,deploy", "-n", "shop"); !strings.Contains(out, "shop ") || !strings.Contains(out, "\nweb ") {
 		t.Fatalf("get ns,deploy:\n%s", out)
 	}
 	// The process serves its metrics: queues, reconciles, informers.
-	waitFor(t, "controller metrics", 15*time.Second, func() bool {
+	poll.Until(t, "controller metrics", 15*time.Second, func() bool {
 		resp, err := http.Get(s.url + "/metrics")
 		if err != nil {
 			return false

@@ -90,22 +90,10 @@ func runGet(ctx context.Context, g *globals, o *getOptions, args []string, out i
 	if o.allNamespaces {
 		ns = ""
 	}
-	var items []*object.Object
-	rv := ""
-	if len(names) > 0 {
-		for _, n := range names {
-			obj, err := c.Get(ctx, res, ns, n)
-			if err != nil {
-				return err
-			}
-			items = append(items, obj)
-		}
-	} else {
-		l, err := c.List(ctx, res, ns, client.ListOptions{LabelSelector: o.selector, FieldSelector: o.fieldSelector})
-		if err != nil {
-			return err
-		}
-		items, rv = l.Items, l.Metadata.ResourceVersion
+	gt := getter{c: c, res: res, ns: ns, o: o}
+	items, rv, err := gt.fetch(ctx, names)
+	if err != nil {
+		return err
 	}
 	p := newPrinter(res, o.output, o.allNamespaces && res.Namespaced, out)
 	if len(names) == 0 && (o.output == "yaml" || o.output == "json") && !o.watch {
@@ -133,7 +121,44 @@ func runGet(ctx context.Context, g *globals, o *getOptions, args []string, out i
 		name = names[0]
 		rv = items[0].Metadata.ResourceVersion
 	}
-	ch, err := c.Watch(ctx, res, ns, name, client.ListOptions{LabelSelector: o.selector, FieldSelector: o.fieldSelector}, rv)
+	return gt.follow(ctx, name, rv, p)
+}
+
+// getter reads one kind in one namespace (or all) for get.
+type getter struct {
+	c   *client.Client
+	res client.Resource
+	ns  string
+	o   *getOptions
+}
+
+func (g getter) selection() client.ListOptions {
+	return client.ListOptions{LabelSelector: g.o.selector, FieldSelector: g.o.fieldSelector}
+}
+
+// fetch reads the named objects, or lists them, with the list's revision.
+func (g getter) fetch(ctx context.Context, names []string) ([]*object.Object, string, error) {
+	if len(names) == 0 {
+		l, err := g.c.List(ctx, g.res, g.ns, g.selection())
+		if err != nil {
+			return nil, "", err
+		}
+		return l.Items, l.Metadata.ResourceVersion, nil
+	}
+	var items []*object.Object
+	for _, n := range names {
+		obj, err := g.c.Get(ctx, g.res, g.ns, n)
+		if err != nil {
+			return nil, "", err
+		}
+		items = append(items, obj)
+	}
+	return items, "", nil
+}
+
+// follow prints every change after rv until ctx ends (get -w).
+func (g getter) follow(ctx context.Context, name, rv string, p *printer) error {
+	ch, err := g.c.Watch(ctx, g.res, g.ns, name, g.selection(), rv)
 	if err != nil {
 		return err
 	}

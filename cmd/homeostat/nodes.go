@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -13,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/spf13/cobra"
 
@@ -104,6 +107,26 @@ func hostAddress(listen net.IP) string {
 	return "127.0.0.1"
 }
 
+// agentIdentity is the agent's identity, made once and kept in its data
+// directory: a restart over the same directory is the same agent, which
+// takes its node back at once; another directory is another agent, refused
+// the node name while this one lives.
+func agentIdentity(dir string) (string, error) {
+	path := filepath.Join(dir, "identity")
+	if b, err := os.ReadFile(path); err == nil && len(bytes.TrimSpace(b)) > 0 {
+		return string(bytes.TrimSpace(b)), nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	id := uuid.NewString()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(id+"\n"), 0o644); err != nil {
+		return "", err
+	}
+	return id, os.Rename(tmp, path)
+}
+
 // runAgent runs a real node agent, or simulated nodes.
 func runAgent(ctx context.Context, g *globals, o *agentOptions, conn *bus.Conn) error {
 	log := g.logger()
@@ -116,11 +139,15 @@ func runAgent(ctx context.Context, g *globals, o *agentOptions, conn *bus.Conn) 
 		k, v, _ := strings.Cut(l, "=")
 		labels[k] = v
 	}
+	identity, err := agentIdentity(o.dataDir)
+	if err != nil {
+		return fmt.Errorf("--data-dir: %w", err)
+	}
 	if o.simulate > 0 {
 		return nodeagent.RunSimulated(ctx, nodeagent.SimConfig{Bus: conn, Logger: log, Nodes: o.simulate, Prefix: o.name,
-			Delay: o.simDelay, HeartbeatEvery: o.heartbeat, Grace: o.grace})
+			Identity: identity, Delay: o.simDelay, HeartbeatEvery: o.heartbeat, Grace: o.grace})
 	}
-	rt, err := process.New(process.Config{Node: o.name, Dir: o.dataDir, Logger: log, BackoffBase: o.backoff})
+	rt, err := process.New(process.Config{Node: o.name, Agent: identity, Dir: o.dataDir, Logger: log, BackoffBase: o.backoff})
 	if err != nil {
 		return fmt.Errorf("--data-dir: %w", err)
 	}
@@ -132,7 +159,7 @@ func runAgent(ctx context.Context, g *globals, o *agentOptions, conn *bus.Conn) 
 	if addr == "" {
 		addr = hostAddress(ln.Addr().(*net.TCPAddr).IP)
 	}
-	a, err := nodeagent.New(nodeagent.Config{Bus: conn, Logger: log, NodeName: o.name, Runtime: rt, Capacity: capacity,
+	a, err := nodeagent.New(nodeagent.Config{Bus: conn, Logger: log, NodeName: o.name, Identity: identity, Runtime: rt, Capacity: capacity,
 		Labels: labels, Address: addr, AgentURL: "http://" + net.JoinHostPort(addr, port), HeartbeatEvery: o.heartbeat, Grace: o.grace,
 		StopPodsOnExit: o.stopPods})
 	if err != nil {
@@ -176,7 +203,7 @@ func newNodeAgent(g *globals) *cobra.Command {
 
 func newScheduler(g *globals) *cobra.Command {
 	var bf busFlags
-	var metrics string
+	var metrics, identity string
 	cmd := &cobra.Command{
 		Use:   "scheduler",
 		Short: "Run a scheduler replica (one leads; the others stand by)",
@@ -190,16 +217,18 @@ func newScheduler(g *globals) *cobra.Command {
 					return err
 				}
 				defer conn.Close()
-				svc, err := scheduler.New(scheduler.Config{Bus: conn, Logger: log})
+				svc, err := scheduler.New(scheduler.Config{Bus: conn, Logger: log, Identity: identity})
 				if err != nil {
 					return err
 				}
-				return runAll(ctx, svc.Run, metricsServer(metrics))
+				return runAll(ctx, svc.Run, metricsServer(metrics, svc.Ready))
 			})
 		},
 	}
 	bf.register(cmd.Flags())
 	cmd.Flags().StringVar(&metrics, "metrics-listen", "0.0.0.0:9091", "address serving /metrics and /healthz (empty: none)")
+	host, _ := os.Hostname()
+	cmd.Flags().StringVar(&identity, "identity", host, "this replica's name in the leadership lease; keep it across restarts, make it unique among replicas")
 	return cmd
 }
 

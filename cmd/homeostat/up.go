@@ -119,7 +119,13 @@ func runUp(ctx context.Context, g *globals, o *upOptions) error {
 	if err != nil {
 		return err
 	}
-	sched, err := scheduler.New(scheduler.Config{Bus: conn, Logger: log})
+	// The in-process scheduler is the same replica across restarts over one
+	// data directory, so that it takes its own lease back at once.
+	identity, err := agentIdentity(filepath.Join(o.dataDir, "agent"))
+	if err != nil {
+		return fmt.Errorf("--data-dir: %w", err)
+	}
+	sched, err := scheduler.New(scheduler.Config{Bus: conn, Logger: log, Identity: "up-" + identity})
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/homeostat/homeostat/client"
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/manifest"
+	"github.com/homeostat/homeostat/testenv/poll"
 )
 
 const project = "homeostat-compose-test"
@@ -25,22 +26,15 @@ const project = "homeostat-compose-test"
 func compose(t *testing.T, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("docker-compose", append([]string{"-p", project, "-f", "docker-compose.yml"}, args...)...)
+	// The API's host port comes from the environment; unset, the test asks
+	// for a free one, so that it never collides with another listener.
+	port, _ := os.LookupEnv("HOMEOSTAT_API_PORT")
+	cmd.Env = append(os.Environ(), "HOMEOSTAT_API_PORT="+port)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("docker-compose %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out)
-}
-
-func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(time.Second)
-	}
 }
 
 func runningPods(t *testing.T, c *client.Client) map[string]int {
@@ -62,6 +56,25 @@ func runningPods(t *testing.T, c *client.Client) map[string]int {
 	return out
 }
 
+// podCount is how many pods of web exist and are not being deleted.
+func podCount(t *testing.T, c *client.Client) int {
+	res, err := c.ResourceFor(context.Background(), "pods")
+	if err != nil {
+		return -1
+	}
+	l, err := c.List(context.Background(), res, "default", client.ListOptions{LabelSelector: "app=web"})
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for _, o := range l.Items {
+		if !o.Metadata.Deleting() {
+			n++
+		}
+	}
+	return n
+}
+
 func total(m map[string]int) (n int) {
 	for _, v := range m {
 		n += v
@@ -69,19 +82,24 @@ func total(m map[string]int) (n int) {
 	return n
 }
 
+// apply applies a manifest, trying again while the API answers 503 (a
+// failover in progress) for up to a minute.
 func apply(t *testing.T, c *client.Client, y string) {
 	t.Helper()
 	docs, err := manifest.DecodeBytes([]byte(y))
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := c.ResourceFor(context.Background(), "deployments.apps")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := c.Apply(context.Background(), res, "default", docs[0].JSON); err != nil {
-		t.Fatal(err)
-	}
+	poll.Until(t, "the apply to go through", time.Minute, func() bool {
+		res, err := c.ResourceFor(context.Background(), "deployments.apps")
+		if err == nil {
+			_, _, err = c.Apply(context.Background(), res, "default", docs[0].JSON)
+		}
+		if err != nil {
+			t.Logf("apply: %v (trying again)", err)
+		}
+		return err == nil
+	})
 }
 
 const web = `apiVersion: apps/v1
@@ -105,16 +123,17 @@ func TestClusterSurvivesLosingANATSNodeAndAController(t *testing.T) {
 	}
 	t.Cleanup(func() { compose(t, "down", "-v", "--remove-orphans") })
 	compose(t, "up", "-d", "--scale", "controllers=3")
-	c := client.New("http://127.0.0.1:16440", nil)
-	waitFor(t, "the API", 3*time.Minute, func() bool {
-		resp, err := http.Get("http://127.0.0.1:16440/readyz")
+	base := "http://" + strings.TrimSpace(compose(t, "port", "api1", "6440"))
+	c := client.New(base, nil)
+	poll.Until(t, "the API", 3*time.Minute, func() bool {
+		resp, err := http.Get(base + "/readyz")
 		if err != nil {
 			return false
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
-	waitFor(t, "22 nodes", 2*time.Minute, func() bool {
+	poll.Until(t, "22 nodes", 2*time.Minute, func() bool {
 		res, err := c.ResourceFor(context.Background(), "nodes")
 		if err != nil {
 			return false
@@ -123,12 +142,16 @@ func TestClusterSurvivesLosingANATSNodeAndAController(t *testing.T) {
 		return err == nil && len(l.Items) == 22
 	})
 	apply(t, c, fmt.Sprintf(web, 30))
-	waitFor(t, "30 running pods", 3*time.Minute, func() bool { return total(runningPods(t, c)) == 30 })
+	poll.Until(t, "30 running pods", 3*time.Minute, func() bool { return total(runningPods(t, c)) == 30 })
 
-	// Lose a NATS node: replicated streams keep a quorum of two.
+	// Lose a NATS node: replicated streams keep a quorum of two, and the
+	// change is acted on at once, not at the next resync.
 	compose(t, "kill", "nats2")
+	lost := time.Now()
 	apply(t, c, fmt.Sprintf(web, 40))
-	waitFor(t, "40 running pods with a NATS node down", 3*time.Minute, func() bool { return total(runningPods(t, c)) == 40 })
+	poll.Until(t, "40 pods with a NATS node down", 3*time.Minute, func() bool { return podCount(t, c) == 40 })
+	t.Logf("40 pods %s after the NATS node was lost", time.Since(lost).Round(100*time.Millisecond))
+	poll.Until(t, "40 running pods with a NATS node down", 3*time.Minute, func() bool { return total(runningPods(t, c)) == 40 })
 
 	// Lose a controller process and a scheduler: the others carry on.
 	ids := strings.Fields(compose(t, "ps", "-q", "controllers"))
@@ -140,13 +163,13 @@ func TestClusterSurvivesLosingANATSNodeAndAController(t *testing.T) {
 	}
 	compose(t, "kill", "scheduler1")
 	apply(t, c, fmt.Sprintf(web, 25))
-	waitFor(t, "25 running pods", 3*time.Minute, func() bool {
+	poll.Until(t, "25 running pods", 3*time.Minute, func() bool {
 		m := runningPods(t, c)
 		return total(m) == 25
 	})
 	// Lose a node agent: its pods move elsewhere.
 	compose(t, "kill", "node1")
-	waitFor(t, "25 running pods, none on node1", 3*time.Minute, func() bool {
+	poll.Until(t, "25 running pods, none on node1", 3*time.Minute, func() bool {
 		m := runningPods(t, c)
 		return total(m) == 25 && m["node1"] == 0
 	})
