@@ -43,48 +43,54 @@ type Authority struct {
 
 // FenceOf is the generation of its controller that fenced o (a deleting
 // object), 0 when none did.
-func FenceOf(o *object.Object) int64 { return fenceOf(o, ownerUID(o)) }
+func FenceOf(o *object.Object) int64 {
+	_, gen := fenceOf(o)
+	return gen
+}
 
-func fenceOf(o *object.Object, owner string) int64 {
+// fenceOf is the controller an object's fence is against, and its
+// generation (0: no fence).
+func fenceOf(o *object.Object) (owner string, gen int64) {
 	ref, ok := o.Metadata.ControllerOf()
-	if !ok || ref.UID != owner {
-		return 0
+	if !ok {
+		return "", 0
 	}
-	n, _ := strconv.ParseInt(o.Metadata.Annotations[FenceAnnotation], 10, 64)
-	return n
+	gen, _ = strconv.ParseInt(o.Metadata.Annotations[FenceAnnotation], 10, 64)
+	return ref.UID, gen
+}
+
+// tombstoneFence is the fence a tombstone carries, if any.
+func (s *Store) tombstoneFence(m *storedMsg) (owner string, gen int64) {
+	if m == nil || !m.tombstone() || len(m.data) == 0 {
+		return "", 0
+	}
+	o, err := s.decode(m.subject[len(s.subjPrefix):], m.data, m.seq)
+	if err != nil {
+		return "", 0
+	}
+	return fenceOf(o)
 }
 
 // fenced reports whether a tombstone refuses a create on authority a.
 func (s *Store) fenced(m *storedMsg, a *Authority) bool {
-	if a == nil || m == nil || !m.tombstone() || len(m.data) == 0 {
+	if a == nil {
 		return false
 	}
-	o, err := s.decode(m.subject[len(s.subjPrefix):], m.data, m.seq)
-	return err == nil && fenceOf(o, a.Owner) > a.Generation
+	owner, gen := s.tombstoneFence(m)
+	return owner == a.Owner && gen > a.Generation
 }
 
 // withFence is o carrying a fence at generation gen (never lowering one).
 func withFence(o *object.Object, gen int64) *object.Object {
-	if gen <= 0 || fenceOf(o, ownerUID(o)) >= gen {
+	if gen <= 0 || FenceOf(o) >= gen {
 		return o
 	}
-	n := o.Clone()
-	n.Metadata.Annotations = cloneMap(n.Metadata.Annotations)
+	n := o.Clone() // annotations included
+	if n.Metadata.Annotations == nil {
+		n.Metadata.Annotations = map[string]string{}
+	}
 	n.Metadata.Annotations[FenceAnnotation] = strconv.FormatInt(gen, 10)
 	return n
-}
-
-func ownerUID(o *object.Object) string {
-	ref, _ := o.Metadata.ControllerOf()
-	return ref.UID
-}
-
-func cloneMap(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m)+1)
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // Fence makes sure key holds no object that owner's generations before gen
@@ -117,15 +123,19 @@ func (s *Store) Fence(ctx context.Context, key string, owner object.OwnerReferen
 				return nil, err
 			}
 			return o, fmt.Errorf("%s %q: %w", s.spec.Resource, key, ErrAlreadyExists)
-		case s.fenced(m, &Authority{Owner: owner.UID, Generation: gen - 1}):
-			return nil, nil
 		default:
+			if by, at := s.tombstoneFence(m); by == owner.UID && at >= gen {
+				return nil, nil
+			}
 			expect = m.seq
 		}
 		hdr := nats.Header{kvOp: []string{kvDel}, HeaderOp: []string{opFence}}
 		_, err = s.publish(ctx, key, data, expect, hdr)
 		if !errors.Is(err, ErrConflict) || attempt >= 5 {
-			return nil, err
+			if err != nil {
+				return nil, fmt.Errorf("%s %q: fence: %w", s.spec.Resource, key, err)
+			}
+			return nil, nil
 		}
 		conflictPause(ctx, attempt)
 	}

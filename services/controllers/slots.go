@@ -46,16 +46,14 @@ func settledOf(o *object.Object) int64 {
 // withSlots is a copy of o whose annotations say slots and settled
 // (settled 0 leaves the annotation as it is).
 func withSlots(o *object.Object, slots int32, settled int64) *object.Object {
-	n := o.Clone()
-	ann := make(map[string]string, len(n.Metadata.Annotations)+2)
-	for k, v := range n.Metadata.Annotations {
-		ann[k] = v
+	n := o.Clone() // annotations included
+	if n.Metadata.Annotations == nil {
+		n.Metadata.Annotations = map[string]string{}
 	}
-	ann[AnnotationSlots] = strconv.Itoa(int(slots))
+	n.Metadata.Annotations[AnnotationSlots] = strconv.Itoa(int(slots))
 	if settled > 0 {
-		ann[AnnotationSettled] = strconv.FormatInt(settled, 10)
+		n.Metadata.Annotations[AnnotationSettled] = strconv.FormatInt(settled, 10)
 	}
-	n.Metadata.Annotations = ann
 	return n
 }
 
