@@ -98,7 +98,7 @@ type natsNode struct {
 
 func startCluster(ctx context.Context, dir, bin, natsBin string) (system, error) {
 	c := &cluster{dir: dir, bins: Binaries{Homeostat: bin, NATS: natsBin}, routes: map[[2]int]*tcpproxy.Proxy{},
-		real: "chaos-real-" + filepath.Base(dir), cls: map[string]*client.Client{}}
+		real: runNodeName("chaos-real-", dir), cls: map[string]*client.Client{}}
 	if err := c.startNATS(ctx); err != nil {
 		c.close()
 		return nil, err
@@ -354,6 +354,7 @@ func (c *cluster) close() {
 			p.close()
 		}
 	}
+	killNodeProcesses(c.real)
 	for _, n := range c.nats {
 		if n != nil {
 			n.proc.close()

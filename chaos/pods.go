@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/homeostat/homeostat/client"
@@ -231,6 +233,24 @@ func (r *rollout) scanSlots(ctx context.Context, node string, every time.Duratio
 				r.mu.Unlock()
 			}
 		}
+	}
+}
+
+// runNodeName is a node name of a run's own: run directories share their
+// base name ("001"), and a name shared across runs would let one run count
+// another's leftover processes as its pods' (or an agent adopt them).
+func runNodeName(prefix, dir string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(dir))
+	return prefix + strconv.FormatUint(uint64(h.Sum32()), 36)
+}
+
+// killNodeProcesses ends what the agents of node left running: pods outlive
+// their agent by design, so a run's last pods outlive the run unless it
+// ends them.
+func killNodeProcesses(node string) {
+	for _, p := range nodeProcesses(node) {
+		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 	}
 }
 

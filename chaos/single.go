@@ -35,7 +35,7 @@ var (
 )
 
 func startSingle(ctx context.Context, dir, bin string) (*single, error) {
-	s := &single{dir: dir, nodeName: "chaos-" + filepath.Base(dir), clients: map[string]*client.Client{}}
+	s := &single{dir: dir, nodeName: runNodeName("chaos-", dir), clients: map[string]*client.Client{}}
 	s.up = newProc(dir, "up", bin, "up", "--data-dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0",
 		"--nats-listen", "127.0.0.1:0", "--node-name", s.nodeName, "--restart-backoff", "1s", "--log-level", "warn")
 	s.up.env = []string{"OTEL_TRACES_EXPORTER=", "HOMEOSTAT_SERVER="}
@@ -128,7 +128,10 @@ func (s *single) faults() []fault {
 	}}
 }
 
-func (s *single) close() { s.up.close() }
+func (s *single) close() {
+	s.up.close()
+	killNodeProcesses(s.nodeName)
+}
 
 func (s *single) node() string { return s.nodeName }
 
