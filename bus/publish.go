@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -62,38 +63,111 @@ func (c *Conn) publishOnce(ctx context.Context, msg *nats.Msg, opts ...jetstream
 // which no read shows yet: answering that with a conflict would tell the
 // client of a change it cannot see, and that may yet fail.
 func (c *Conn) casPublish(ctx context.Context, stream string, msg *nats.Msg, expect uint64, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
-	ctx, cancel := bounded(ctx)
-	defer cancel()
+	id := stampWrite(msg)
+	opts = append(opts, jetstream.WithExpectLastSequencePerSubject(expect))
+	return c.casLoop(ctx, casWrite{stream: stream, subject: msg.Subject, expect: expect, id: id,
+		attempt: func(ctx context.Context) (*jetstream.PubAck, error) { return c.publishOnce(ctx, msg, opts...) }})
+}
+
+// stampWrite gives msg an id of its own, by which a write whose answer was
+// lost is recognised in the stream.
+func stampWrite(msg *nats.Msg) string {
 	id := uuid.NewString()
 	if msg.Header == nil {
 		msg.Header = nats.Header{}
 	}
 	msg.Header.Set(headerWriteID, id)
-	opts = append(opts, jetstream.WithExpectLastSequencePerSubject(expect))
+	return id
+}
+
+// casWrite is a compare-and-swap write: attempt stores the message with
+// id at subject, on condition that the subject stands at expect (and, for
+// a guarded write, that guard stands at guardAt).
+type casWrite struct {
+	stream, subject string
+	expect          uint64
+	id              string
+	attempt         func(context.Context) (*jetstream.PubAck, error)
+	guard           string
+	guardAt         uint64
+}
+
+// casLoop makes w until it lands, is refused, or its outcome cannot be
+// known in time (see casPublish).
+func (c *Conn) casLoop(ctx context.Context, w casWrite) (*jetstream.PubAck, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	pace := clock.Pace{First: 5 * time.Millisecond, Max: retryMax}
 	uncertain := false
 	for {
-		ack, err := c.publishOnce(ctx, msg, opts...)
+		ack, err := w.attempt(ctx)
 		if err == nil || !errors.Is(err, ErrConflict) && !errors.Is(err, ErrUnavailable) {
 			return ack, err
 		}
 		uncertain = uncertain || errors.Is(err, ErrUnavailable)
-		if uncertain && !errors.Is(err, ErrUnavailable) {
-			err = wrap(ErrUnavailable, err) // what is known is that nothing is known
-		}
-		now, mine, lerr := c.standing(ctx, stream, msg.Subject, id)
+		now, mine, lerr := c.standing(ctx, w.stream, w.subject, w.id)
+		v := settle(casState{expect: w.expect, uncertain: uncertain, now: now, mine: mine, readErr: lerr}, err)
 		switch {
-		case lerr == nil && mine:
-			return &jetstream.PubAck{Stream: stream, Sequence: now}, nil
-		case lerr == nil && now != expect:
-			return nil, err
-		case lerr != nil && !errors.Is(lerr, ErrUnavailable):
-			return nil, err
+		case v.landed:
+			return &jetstream.PubAck{Stream: w.stream, Sequence: now}, nil
+		case v.err != nil:
+			return nil, v.err
+		}
+		if w.guard != "" {
+			// Nothing of the batch landed (the subject stands): if the
+			// guard has moved, that is the conflict, and a certain one.
+			if at, _, gerr := c.standing(ctx, w.stream, w.guard, ""); gerr == nil && at != w.guardAt {
+				return nil, fmt.Errorf("%w: the guard moved from %d to %d", ErrConflict, w.guardAt, at)
+			}
 		}
 		if !pace.Wait(ctx) {
-			return nil, err
+			return nil, unknownOutcome(uncertain, err)
 		}
 	}
+}
+
+// casState is what a compare-and-swap write knows after a failed attempt.
+type casState struct {
+	expect    uint64 // the sequence the write was conditioned on
+	uncertain bool   // some attempt went unanswered: it may have landed
+	now       uint64 // the subject's last sequence, as the leader holds it
+	mine      bool   // ... and whether that message is this write
+	readErr   error  // reading the leader failed
+}
+
+// casVerdict: the write landed, or it ends with err, or (neither) it is
+// made again.
+type casVerdict struct {
+	landed bool
+	err    error
+}
+
+// settle decides a compare-and-swap write after an attempt failed with
+// err (a conflict or the bus not answering). A conflict is reported only
+// when no attempt can have landed: an uncertain write whose fate cannot be
+// read is ErrUnavailable alone, never a conflict, for a caller that took a
+// conflict for "nothing was written" (a create answering AlreadyExists)
+// would deny a write that stands.
+func settle(st casState, err error) casVerdict {
+	switch {
+	case st.readErr == nil && st.mine:
+		return casVerdict{landed: true}
+	case st.readErr == nil && st.now != st.expect:
+		return casVerdict{err: unknownOutcome(st.uncertain, err)}
+	case st.readErr != nil && !errors.Is(st.readErr, ErrUnavailable):
+		return casVerdict{err: unknownOutcome(st.uncertain, err)}
+	}
+	return casVerdict{}
+}
+
+// unknownOutcome is err, or, when an attempt may have landed, an error
+// that matches ErrUnavailable and nothing else: what is known is that
+// nothing is known.
+func unknownOutcome(uncertain bool, err error) error {
+	if !uncertain || !errors.Is(err, ErrConflict) {
+		return err
+	}
+	return fmt.Errorf("%w: the write may have landed (then: %v)", ErrUnavailable, err)
 }
 
 // standing is the subject's last sequence (0: none) as the leader holds

@@ -367,3 +367,68 @@ func TestUpdateWhoseAnswerWasLost(t *testing.T) {
 		t.Fatalf("Update answered revision %s, the store holds it at %s", r.o.Metadata.ResourceVersion, landed.Metadata.ResourceVersion)
 	}
 }
+
+// TestCreateWhoseFateIsUnknown: a create over a tombstone whose answer is
+// lost, and whose object is deleted by someone else before the writer can
+// look, may have landed: it must answer "unavailable", never "already
+// exists", which would deny a write that was made.
+func TestCreateWhoseFateIsUnknown(t *testing.T) {
+	ctx := context.Background()
+	const resource = "unknownfate.example.com"
+	srv := bustest.Conn(t)
+	s := openStore(t, srv, resource)
+	if _, err := s.Create(ctx, widget("default", "w", `{"v":1}`, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Delete(ctx, "default.w", bus.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject := "$KV." + streamOf(resource)[len("KV_"):] + ".default.w"
+	// The first write (expecting no history) is refused; the second, over
+	// the tombstone, lands unheard.
+	proxy := startHoldProxy(t, u.Host, "PUB "+subject, 2, true)
+	asked := proxy.sentNext("$JS.API.STREAM.MSG.GET." + streamOf(resource))
+	client, err := bus.Connect(ctx, bus.Config{URLs: proxy.URL(), Name: t.Name() + "-proxied"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	cs := openStore(t, client, resource)
+
+	done := make(chan error, 1)
+	go func() { _, err := cs.Create(ctx, widget("default", "w", `{"v":2}`, nil)); done <- err }()
+	proxy.waitHeld(t, "the create")
+	poll.Until(t, "the create stored", 10*time.Second, func() bool {
+		o, err := s.Get(ctx, "default.w")
+		return err == nil && string(o.Spec) == `{"v":2}`
+	})
+	if _, _, err := s.Delete(ctx, "default.w", bus.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-asked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the writer did not ask the leader within 30s of its write going unanswered")
+	}
+	// Let the next try through with its answer: the leader refuses it, for
+	// the subject has moved, and shows a tombstone that is not the writer's.
+	again := proxy.sentNext("PUB " + subject)
+	select {
+	case <-again:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the writer did not try again within 30s")
+	}
+	proxy.Release()
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Create did not return within 30s")
+	}
+	if errors.Is(err, bus.ErrAlreadyExists) || errors.Is(err, bus.ErrConflict) || !errors.Is(err, bus.ErrUnavailable) {
+		t.Fatalf("Create = %v, want ErrUnavailable alone: the create landed", err)
+	}
+}
