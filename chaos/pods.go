@@ -376,15 +376,17 @@ func (r *rollout) writeEvents(ctx context.Context, a apis, dir string) {
 }
 
 // scaleAndWait sets the Deployment's replicas and returns how long after
-// since the write was acknowledged, and exactly that many live pods existed.
+// since the write was acknowledged, the live pods first moved, and exactly
+// that many live pods existed.
 func (r *rollout) scaleAndWait(ctx context.Context, a apis, replicas int, since time.Time, within time.Duration) (actTime, error) {
 	r.mu.Lock()
+	from := r.replicas
 	r.replicas = replicas
 	r.mu.Unlock()
 	if err := r.apply(ctx, a, 1); err != nil {
 		return actTime{}, err
 	}
-	acked := time.Since(since)
+	t := actTime{Acked: time.Since(since)}
 	start := time.Now()
 	for {
 		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -397,8 +399,12 @@ func (r *rollout) scaleAndWait(ctx context.Context, a apis, replicas int, since 
 					live++
 				}
 			}
+			if live != from && t.Acted == 0 {
+				t.Acted = time.Since(since)
+			}
 			if live == replicas {
-				return actTime{Acked: acked, Done: time.Since(since)}, nil
+				t.Done = time.Since(since)
+				return t, nil
 			}
 		}
 		if time.Since(start) > within || !clock.Sleep(ctx, 50*time.Millisecond) {

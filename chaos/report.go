@@ -44,13 +44,15 @@ type Report struct {
 }
 
 // actTime is how long after a NATS node was killed a rescale of a
-// Deployment was acknowledged, and its pods matched it.
+// Deployment was acknowledged, the controllers acted on it (the first pod
+// added or taken away), and its pods matched it.
 type actTime struct {
-	Acked, Done time.Duration
+	Acked, Acted, Done time.Duration
 }
 
 func (a actTime) String() string {
-	return fmt.Sprintf("acknowledged %s, pods matched %s", a.Acked.Round(10*time.Millisecond), a.Done.Round(10*time.Millisecond))
+	r := func(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
+	return fmt.Sprintf("acknowledged %s, acted %s, pods matched %s", r(a.Acked), r(a.Acted), r(a.Done))
 }
 
 // collect runs the checks: final is the state read right after the load,
