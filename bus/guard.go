@@ -142,20 +142,14 @@ func (c *Conn) publishBatchOnce(ctx context.Context, msgs []*nats.Msg, expects [
 // batches.
 func (c *Conn) allowBatches(ctx context.Context, stream string) error {
 	st, err := c.js.Stream(ctx, stream)
-	if err = translate(err); errors.Is(err, ErrNotFound) {
-		// Just made, and not yet known where this request was answered.
-		return wrap(ErrUnavailable, err)
-	}
 	if err != nil {
-		return err
+		return translate(err)
 	}
 	cfg := st.CachedInfo().Config
 	if cfg.AllowAtomicPublish {
 		return nil
 	}
 	cfg.AllowAtomicPublish = true
-	if _, err = c.js.UpdateStream(ctx, cfg); errors.Is(translate(err), ErrNotFound) {
-		return wrap(ErrUnavailable, err)
-	}
+	_, err = c.js.UpdateStream(ctx, cfg)
 	return translate(err)
 }
