@@ -22,9 +22,6 @@ type growthEnv struct {
 	ctx    context.Context
 	c      *deployments
 	deploy *bus.Store
-	// stopCache stops the ReplicaSet cache following the store, and
-	// returns once it has.
-	stopCache func()
 }
 
 func newGrowthEnv(t *testing.T) *growthEnv {
@@ -42,16 +39,13 @@ func newGrowthEnv(t *testing.T) *growthEnv {
 	rs := reconcile.NewInformer(reconcile.Kind{Kind: "ReplicaSet", APIVersion: "apps/v1", Resource: "replicasets.apps", Namespaced: true},
 		rsStore, slog.New(slog.DiscardHandler))
 	rs.AddIndex(byNamespace, namespaceIndex)
-	cacheCtx, stopCache := context.WithCancel(ctx)
-	stopped := make(chan struct{})
-	go func() { defer close(stopped); rs.Run(cacheCtx) }()
+	go rs.Run(ctx)
 	poll.Until(t, "the ReplicaSet cache synced", 10*time.Second, rs.Synced)
 	ev, err := reconcile.NewRecorder(ctx, conn, "deployment-controller", slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &growthEnv{t: t, ctx: ctx, c: &deployments{rs: rs, events: ev, now: time.Now}, deploy: dStore,
-		stopCache: func() { stopCache(); <-stopped }}
+	return &growthEnv{t: t, ctx: ctx, c: &deployments{rs: rs, events: ev, now: time.Now}, deploy: dStore}
 }
 
 // write stores version v of the Deployment (4 replicas, surge 1, none
@@ -152,28 +146,5 @@ func TestConcurrentGrowthsKeepTheSurgeBound(t *testing.T) {
 	}
 	if sizes, total = e.pods(d3); total > 5 {
 		t.Fatalf("after the older reconcile ran again, %d pods may exist (%v), bound 5", total, sizes)
-	}
-}
-
-// A reconcile that may grow a ReplicaSet decides only from a cache that has
-// every write the store acknowledged before it: with the cache stopped
-// behind the store, it gives up (to be retried) instead of counting from
-// it.
-func TestGrowthWaitsForTheCache(t *testing.T) {
-	e := newGrowthEnv(t)
-	d1 := e.write(nil, 1)
-	if err := e.c.rollout(e.ctx, e.view(d1)); err != nil {
-		t.Fatal(err)
-	}
-	e.view(d1) // the cache has caught up with the store
-	e.stopCache()
-	d2 := e.write(d1, 2)
-	s := e.view(d2) // from the stopped cache, which has all there is
-	if err := e.c.rollout(e.ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	// The cache has not seen the new ReplicaSet that rollout just made.
-	if _, err := e.c.loadToGrow(e.ctx, d2); !errors.Is(err, bus.ErrUnavailable) {
-		t.Fatalf("loadToGrow from a cache behind the store: got %v, want ErrUnavailable", err)
 	}
 }
