@@ -46,9 +46,6 @@ type deploymentState struct {
 	replicas int32
 	surge    int32
 	unavail  int32
-	// guard, read before the ReplicaSets were counted, is what every
-	// growth of one of them is conditional on (see growthGuard).
-	guard *bus.Guard
 }
 
 func (c *deployments) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -60,8 +57,14 @@ func (c *deployments) Reconcile(ctx context.Context, req reconcile.Request) (rec
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if s.mayGrow() {
-		if s, err = c.loadToGrow(ctx, o); err != nil {
+	if s.growing() {
+		// Growing the new ReplicaSet counts the old ones' pods: count
+		// them from a cache that has every write the store acknowledged
+		// (this controller's own included), as it may lag.
+		if err := c.catchUp(ctx); err != nil {
+			return reconcile.Result{}, err
+		}
+		if s, err = c.load(ctx, o); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
@@ -112,40 +115,10 @@ func (c *deployments) load(ctx context.Context, o *object.Object) (*deploymentSt
 	return s, nil
 }
 
-// mayGrow reports a reconcile that may make a ReplicaSet bigger.
-func (s *deploymentState) mayGrow() bool {
-	return s.spec.Paused || s.newRS == nil || s.newRS.replicas() < s.replicas
-}
-
-// growthGuard is the key of the store of ReplicaSets that serialises the
-// growths of one Deployment's ReplicaSets. Each growth is decided on
-// counts of the others, and two reconciles of the Deployment may run at
-// once (in two processes, or one of an older generation whose writes land
-// late): each could grow a different ReplicaSet within the bound, and
-// together break it. A growth is therefore conditional on the guard
-// standing where it was read before the counts were taken (see bus.Guard);
-// of two growths decided on the same counts, one is refused and decided
-// again. The '_' keeps the key apart from every object name.
-func growthGuard(d *object.Object) string { return d.Key() + "_growth" }
-
-// loadToGrow loads the state for a reconcile that may grow a ReplicaSet:
-// it reads the growth guard, then counts the ReplicaSets from a cache that
-// has every write the store acknowledged (this controller's own included,
-// and every growth the guard has seen), as it may lag.
-func (c *deployments) loadToGrow(ctx context.Context, o *object.Object) (*deploymentState, error) {
-	g, err := c.rs.Store().ReadGuard(ctx, growthGuard(o))
-	if err != nil {
-		return nil, err
-	}
-	if err := c.catchUp(ctx); err != nil {
-		return nil, err
-	}
-	s, err := c.load(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	s.guard = g
-	return s, nil
+// growing reports a rollout that may make the new ReplicaSet bigger while
+// old ones exist.
+func (s *deploymentState) growing() bool {
+	return !s.spec.Paused && len(s.old) > 0 && (s.newRS == nil || s.newRS.replicas() < s.replicas)
 }
 
 // catchUpWait bounds the wait for the ReplicaSet cache to reach the store.
@@ -228,8 +201,7 @@ func (c *deployments) createNewRS(ctx context.Context, s *deploymentState, revis
 		}
 		sel.MatchExpressions = s.spec.Selector.MatchExpressions
 	}
-	// Made empty: growing it is a guarded write of its own (see growthGuard).
-	var first int32
+	first := c.firstSize(s)
 	spec := kinds.ReplicaSetSpec{Replicas: &first, MinReadySeconds: s.spec.MinReadySeconds, Selector: &sel, Template: tmpl}
 	ann := map[string]string{AnnotationRevision: strconv.FormatInt(revision, 10), AnnotationSlots: strconv.Itoa(int(first))}
 	if cause := d.Metadata.Annotations[AnnotationChangeCause]; cause != "" {
@@ -250,8 +222,25 @@ func (c *deployments) createNewRS(ctx context.Context, s *deploymentState, revis
 	if err != nil {
 		return nil, err
 	}
-	c.events.Event(ctx, d, kinds.EventNormal, "ScalingReplicaSet", "Created new replica set %s (revision %d)", created.Metadata.Name, revision)
+	c.events.Event(ctx, d, kinds.EventNormal, "ScalingReplicaSet", "Created new replica set %s (revision %d) at %d replicas", created.Metadata.Name, revision, first)
 	return &rsView{obj: created, spec: spec}, nil
+}
+
+// firstSize is what a new ReplicaSet starts at, so that creating it is
+// also its first scaling step: the surge room for RollingUpdate, all of it
+// for Recreate once the old pods are gone.
+func (c *deployments) firstSize(s *deploymentState) int32 {
+	var oldPods int32
+	for _, r := range s.old {
+		oldPods += r.mayHave()
+	}
+	if s.spec.Strategy.Type == "Recreate" {
+		if oldPods > 0 {
+			return 0
+		}
+		return s.replicas
+	}
+	return surgeTo(s.replicas, s.surge, 0, 0, s.old)
 }
 
 // mayHave is how many live pods a ReplicaSet may have now: its spec, or
@@ -287,18 +276,10 @@ func (c *deployments) setRevision(ctx context.Context, r *rsView, rev int64) err
 	return nil
 }
 
-// scale sets a ReplicaSet's replicas by compare-and-swap; growing it is
-// also conditional on the growth guard.
-func (c *deployments) scale(ctx context.Context, s *deploymentState, r *rsView, n int32) error {
+// scale sets a ReplicaSet's replicas by compare-and-swap.
+func (c *deployments) scale(ctx context.Context, d *object.Object, r *rsView, n int32) error {
 	if r.replicas() == n {
 		return nil
-	}
-	opts := bus.UpdateOptions{Current: r.obj}
-	if n > r.replicas() {
-		if s.guard == nil {
-			return fmt.Errorf("growing %s without the growth guard", r.obj.Metadata.Name)
-		}
-		opts.Guard = s.guard
 	}
 	from := r.replicas()
 	spec := r.spec
@@ -313,7 +294,7 @@ func (c *deployments) scale(ctx context.Context, s *deploymentState, r *rsView, 
 	if err := next.SetSpec(spec); err != nil {
 		return err
 	}
-	updated, err := c.rs.Store().Update(ctx, next, opts)
+	updated, err := c.rs.Store().Update(ctx, next, bus.UpdateOptions{Current: r.obj})
 	if err != nil {
 		return fmt.Errorf("scaling %s to %d: %w", r.obj.Metadata.Name, n, err)
 	}
@@ -322,7 +303,7 @@ func (c *deployments) scale(ctx context.Context, s *deploymentState, r *rsView, 
 	if n < from {
 		verb = "down"
 	}
-	c.events.Event(ctx, s.obj, kinds.EventNormal, "ScalingReplicaSet", "Scaled %s replica set %s from %d to %d", verb, r.obj.Metadata.Name, from, n)
+	c.events.Event(ctx, d, kinds.EventNormal, "ScalingReplicaSet", "Scaled %s replica set %s from %d to %d", verb, r.obj.Metadata.Name, from, n)
 	return nil
 }
 
@@ -330,7 +311,7 @@ func (c *deployments) scale(ctx context.Context, s *deploymentState, r *rsView, 
 func (c *deployments) recreate(ctx context.Context, s *deploymentState) error {
 	oldLeft := false
 	for _, r := range s.old {
-		if err := c.scale(ctx, s, r, 0); err != nil {
+		if err := c.scale(ctx, s.obj, r, 0); err != nil {
 			return err
 		}
 		if r.mayHave() > 0 {
@@ -340,7 +321,7 @@ func (c *deployments) recreate(ctx context.Context, s *deploymentState) error {
 	if oldLeft {
 		return nil
 	}
-	return c.scale(ctx, s, s.newRS, s.replicas)
+	return c.scale(ctx, s.obj, s.newRS, s.replicas)
 }
 
 // rollingUpdate moves at most maxSurge above and maxUnavailable below the
@@ -353,12 +334,12 @@ func (c *deployments) rollingUpdate(ctx context.Context, s *deploymentState) err
 	// Scale up the new ReplicaSet within the surge.
 	switch n := s.newRS.replicas(); {
 	case n > s.replicas:
-		if err := c.scale(ctx, s, s.newRS, s.replicas); err != nil {
+		if err := c.scale(ctx, s.obj, s.newRS, s.replicas); err != nil {
 			return err
 		}
 	case n < s.replicas:
 		up := surgeTo(s.replicas, s.surge, n, s.newRS.mayHave(), s.old)
-		if err := c.scale(ctx, s, s.newRS, up); err != nil {
+		if err := c.scale(ctx, s.obj, s.newRS, up); err != nil {
 			return err
 		}
 		total += up - n
@@ -377,7 +358,7 @@ func (c *deployments) rollingUpdate(ctx context.Context, s *deploymentState) err
 			continue
 		}
 		cut := min(unhealthy, maxDown)
-		if err := c.scale(ctx, s, r, r.replicas()-cut); err != nil {
+		if err := c.scale(ctx, s.obj, r, r.replicas()-cut); err != nil {
 			return err
 		}
 		maxDown -= cut
@@ -395,7 +376,7 @@ func (c *deployments) rollingUpdate(ctx context.Context, s *deploymentState) err
 		if cut <= 0 {
 			continue
 		}
-		if err := c.scale(ctx, s, r, r.replicas()-cut); err != nil {
+		if err := c.scale(ctx, s.obj, r, r.replicas()-cut); err != nil {
 			return err
 		}
 		down -= cut
@@ -418,7 +399,7 @@ func (c *deployments) scalePaused(ctx context.Context, s *deploymentState) error
 	}
 	if len(active) == 0 {
 		if s.newRS != nil {
-			return c.scale(ctx, s, s.newRS, s.replicas)
+			return c.scale(ctx, s.obj, s.newRS, s.replicas)
 		}
 		return nil
 	}
@@ -432,7 +413,7 @@ func (c *deployments) scalePaused(ctx context.Context, s *deploymentState) error
 			n = left
 		}
 		left -= n
-		if err := c.scale(ctx, s, r, n); err != nil {
+		if err := c.scale(ctx, s.obj, r, n); err != nil {
 			return err
 		}
 	}
