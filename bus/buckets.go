@@ -22,8 +22,6 @@ type bucketSpec struct {
 	// a marker that lives this long so that watchers see them.
 	keyTTL      time.Duration
 	description string
-	// batches lets the bucket take atomic batches (guarded writes).
-	batches bool
 }
 
 // ensureBucket creates the bucket, or opens it when it exists with a
@@ -46,7 +44,7 @@ func (c *Conn) ensureBucket(ctx context.Context, spec bucketSpec) (jetstream.Key
 		var err error
 		kv, err = c.js.CreateKeyValue(ctx, cfg)
 		if err == nil {
-			return c.allowBatchesIf(ctx, spec)
+			return nil
 		}
 		if !errors.Is(err, jetstream.ErrBucketExists) && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			return fmt.Errorf("bus: create bucket %s: %w", spec.name, translate(err))
@@ -59,22 +57,10 @@ func (c *Conn) ensureBucket(ctx context.Context, spec bucketSpec) (jetstream.Key
 			return fmt.Errorf("%w: bucket %s exists with %s; remove it or start with matching settings",
 				ErrIncompatible, spec.name, strings.Join(diffs, ", "))
 		}
-		if kv, err = c.js.KeyValue(ctx, spec.name); err != nil {
-			return translate(err)
-		}
-		return c.allowBatchesIf(ctx, spec)
+		kv, err = c.js.KeyValue(ctx, spec.name)
+		return translate(err)
 	})
 	return kv, err
-}
-
-func (c *Conn) allowBatchesIf(ctx context.Context, spec bucketSpec) error {
-	if !spec.batches {
-		return nil
-	}
-	if err := c.allowBatches(ctx, kvStream(spec.name)); err != nil {
-		return fmt.Errorf("bus: bucket %s: allow batches: %w", spec.name, err)
-	}
-	return nil
 }
 
 // UntilAvailable runs op until it succeeds, fails for a reason other than

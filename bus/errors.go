@@ -84,7 +84,7 @@ func translate(err error) error {
 			return wrap(ErrNotFound, err)
 		case jsErrClusterNotAvail, jsErrClusterNoPeers, jsErrInsufficientResources, jsErrNotEnabled,
 			jsErrStreamOffline, jsErrConsumerOffline, jsErrClusterNotLeader, jsErrStreamOfflineReason,
-			jsErrConsumerOfflineReason, jsErrBatchIncomplete, jsErrBatchesInFlight:
+			jsErrConsumerOfflineReason:
 			return wrap(ErrUnavailable, err)
 		}
 		if apiErr.Code == 503 {
@@ -105,8 +105,6 @@ const (
 	jsErrClusterNotLeader      = 10009
 	jsErrStreamOfflineReason   = 10194
 	jsErrConsumerOfflineReason = 10195
-	jsErrBatchIncomplete       = 10176 // a batch's first messages did not arrive: none of it was stored
-	jsErrBatchesInFlight       = 10210
 )
 
 // unavailable reports errors of a bus that cannot answer now: no

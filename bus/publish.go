@@ -81,15 +81,12 @@ func stampWrite(msg *nats.Msg) string {
 }
 
 // casWrite is a compare-and-swap write: attempt stores the message with
-// id at subject, on condition that the subject stands at expect (and, for
-// a guarded write, that guard stands at guardAt).
+// id at subject, on condition that the subject stands at expect.
 type casWrite struct {
 	stream, subject string
 	expect          uint64
 	id              string
 	attempt         func(context.Context) (*jetstream.PubAck, error)
-	guard           string
-	guardAt         uint64
 }
 
 // casLoop makes w until it lands, is refused, or its outcome cannot be
@@ -112,13 +109,6 @@ func (c *Conn) casLoop(ctx context.Context, w casWrite) (*jetstream.PubAck, erro
 			return &jetstream.PubAck{Stream: w.stream, Sequence: now}, nil
 		case v.err != nil:
 			return nil, v.err
-		}
-		if w.guard != "" {
-			// Nothing of the batch landed (the subject stands): if the
-			// guard has moved, that is the conflict, and a certain one.
-			if at, _, gerr := c.standing(ctx, w.stream, w.guard, ""); gerr == nil && at != w.guardAt {
-				return nil, fmt.Errorf("%w: the guard moved from %d to %d", ErrConflict, w.guardAt, at)
-			}
 		}
 		if !pace.Wait(ctx) {
 			return nil, unknownOutcome(uncertain, err)

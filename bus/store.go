@@ -65,7 +65,7 @@ func (c *Conn) Store(ctx context.Context, spec StoreSpec) (*Store, error) {
 		return s, nil
 	}
 	bucket := bucketName(spec.Resource)
-	if _, err := c.ensureBucket(ctx, bucketSpec{name: bucket, ttl: spec.TTL, batches: true}); err != nil {
+	if _, err := c.ensureBucket(ctx, bucketSpec{name: bucket, ttl: spec.TTL}); err != nil {
 		return nil, err
 	}
 	if _, err := c.ensureBucket(ctx, bucketSpec{name: metaBucket, description: "homeostat bookkeeping"}); err != nil {
@@ -288,9 +288,6 @@ type UpdateOptions struct {
 	// Current is the stored version the caller read, at the revision named
 	// by the new object's resourceVersion; given, it saves a read.
 	Current *object.Object
-	// Guard, given, makes the update also conditional on the guard (see
-	// ReadGuard), and moves it.
-	Guard *Guard
 }
 
 // Update replaces an object if its resourceVersion is still the latest
@@ -339,12 +336,7 @@ func (s *Store) Update(ctx context.Context, o *object.Object, opts UpdateOptions
 	if old, err := encode(cur); err == nil && object.SameJSON(old, data) {
 		return cur, nil
 	}
-	var nrev uint64
-	if opts.Guard != nil {
-		nrev, err = s.publishGuarded(ctx, key, data, rev, nil, opts.Guard)
-	} else {
-		nrev, err = s.publish(ctx, key, data, rev, nil)
-	}
+	nrev, err := s.publish(ctx, key, data, rev, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s %q: %w", s.spec.Resource, key, err)
 	}
