@@ -63,50 +63,27 @@ func (c *Conn) publishOnce(ctx context.Context, msg *nats.Msg, opts ...jetstream
 // which no read shows yet: answering that with a conflict would tell the
 // client of a change it cannot see, and that may yet fail.
 func (c *Conn) casPublish(ctx context.Context, stream string, msg *nats.Msg, expect uint64, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
-	id := stampWrite(msg)
-	opts = append(opts, jetstream.WithExpectLastSequencePerSubject(expect))
-	return c.casLoop(ctx, casWrite{stream: stream, subject: msg.Subject, expect: expect, id: id,
-		attempt: func(ctx context.Context) (*jetstream.PubAck, error) { return c.publishOnce(ctx, msg, opts...) }})
-}
-
-// stampWrite gives msg an id of its own, by which a write whose answer was
-// lost is recognised in the stream.
-func stampWrite(msg *nats.Msg) string {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
 	id := uuid.NewString()
 	if msg.Header == nil {
 		msg.Header = nats.Header{}
 	}
 	msg.Header.Set(headerWriteID, id)
-	return id
-}
-
-// casWrite is a compare-and-swap write: attempt stores the message with
-// id at subject, on condition that the subject stands at expect.
-type casWrite struct {
-	stream, subject string
-	expect          uint64
-	id              string
-	attempt         func(context.Context) (*jetstream.PubAck, error)
-}
-
-// casLoop makes w until it lands, is refused, or its outcome cannot be
-// known in time (see casPublish).
-func (c *Conn) casLoop(ctx context.Context, w casWrite) (*jetstream.PubAck, error) {
-	ctx, cancel := bounded(ctx)
-	defer cancel()
+	opts = append(opts, jetstream.WithExpectLastSequencePerSubject(expect))
 	pace := clock.Pace{First: 5 * time.Millisecond, Max: retryMax}
 	uncertain := false
 	for {
-		ack, err := w.attempt(ctx)
+		ack, err := c.publishOnce(ctx, msg, opts...)
 		if err == nil || !errors.Is(err, ErrConflict) && !errors.Is(err, ErrUnavailable) {
 			return ack, err
 		}
 		uncertain = uncertain || errors.Is(err, ErrUnavailable)
-		now, mine, lerr := c.standing(ctx, w.stream, w.subject, w.id)
-		v := settle(casState{expect: w.expect, uncertain: uncertain, now: now, mine: mine, readErr: lerr}, err)
+		now, mine, lerr := c.standing(ctx, stream, msg.Subject, id)
+		v := settle(casState{expect: expect, uncertain: uncertain, now: now, mine: mine, readErr: lerr}, err)
 		switch {
 		case v.landed:
-			return &jetstream.PubAck{Stream: w.stream, Sequence: now}, nil
+			return &jetstream.PubAck{Stream: stream, Sequence: now}, nil
 		case v.err != nil:
 			return nil, v.err
 		}

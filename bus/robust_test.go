@@ -311,6 +311,32 @@ func TestLeaseTakeoverAndExpiry(t *testing.T) {
 // holds every reply) is recognised by its id when the leader is asked,
 // and reported as the success it was, with its revision, not as a
 // conflict or a failure.
+// heldWrite is a store reached through a hold proxy that passes on the
+// holdAt-th write to default.w and holds every answer from then on.
+type heldWrite struct {
+	proxy   *holdProxy
+	asked   <-chan struct{} // the writer asked the leader after the hold
+	store   *bus.Store
+	subject string
+}
+
+func heldWrites(t *testing.T, srv *bus.Conn, resource string, holdAt int) heldWrite {
+	t.Helper()
+	u, err := url.Parse(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject := "$KV." + streamOf(resource)[len("KV_"):] + ".default.w"
+	proxy := startHoldProxy(t, u.Host, "PUB "+subject, holdAt, true)
+	asked := proxy.sentNext("$JS.API.STREAM.MSG.GET." + streamOf(resource))
+	client, err := bus.Connect(context.Background(), bus.Config{URLs: proxy.URL(), Name: t.Name() + "-proxied"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	return heldWrite{proxy: proxy, asked: asked, store: openStore(t, client, resource), subject: subject}
+}
+
 func TestUpdateWhoseAnswerWasLost(t *testing.T) {
 	ctx := context.Background()
 	const resource = "lostanswer.example.com"
@@ -320,19 +346,8 @@ func TestUpdateWhoseAnswerWasLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := url.Parse(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	subject := "$KV." + streamOf(resource)[len("KV_"):] + ".default.w"
-	proxy := startHoldProxy(t, u.Host, "PUB "+subject, 1, true)
-	asked := proxy.sentNext("$JS.API.STREAM.MSG.GET." + streamOf(resource))
-	client, err := bus.Connect(ctx, bus.Config{URLs: proxy.URL(), Name: t.Name() + "-proxied"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(client.Close)
-	cs := openStore(t, client, resource)
+	w := heldWrites(t, srv, resource, 1)
+	proxy, asked, cs := w.proxy, w.asked, w.store
 
 	upd := created.Clone()
 	upd.Spec = json.RawMessage(`{"v":2}`)
@@ -383,21 +398,10 @@ func TestCreateWhoseFateIsUnknown(t *testing.T) {
 	if _, _, err := s.Delete(ctx, "default.w", bus.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	u, err := url.Parse(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	subject := "$KV." + streamOf(resource)[len("KV_"):] + ".default.w"
 	// The first write (expecting no history) is refused; the second, over
 	// the tombstone, lands unheard.
-	proxy := startHoldProxy(t, u.Host, "PUB "+subject, 2, true)
-	asked := proxy.sentNext("$JS.API.STREAM.MSG.GET." + streamOf(resource))
-	client, err := bus.Connect(ctx, bus.Config{URLs: proxy.URL(), Name: t.Name() + "-proxied"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(client.Close)
-	cs := openStore(t, client, resource)
+	w := heldWrites(t, srv, resource, 2)
+	proxy, asked, cs, subject := w.proxy, w.asked, w.store, w.subject
 
 	done := make(chan error, 1)
 	go func() { _, err := cs.Create(ctx, widget("default", "w", `{"v":2}`, nil)); done <- err }()
@@ -423,6 +427,7 @@ func TestCreateWhoseFateIsUnknown(t *testing.T) {
 		t.Fatal("the writer did not try again within 30s")
 	}
 	proxy.Release()
+	var err error
 	select {
 	case err = <-done:
 	case <-time.After(30 * time.Second):
