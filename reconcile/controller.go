@@ -46,6 +46,9 @@ type Options struct {
 	// CacheWait bounds the wait for caches to reach a triggering revision
 	// (default 5s).
 	CacheWait time.Duration
+	// Exclusive keeps each key in one process at a time, for reconcilers
+	// whose decisions span several objects (see claimer).
+	Exclusive bool
 }
 
 // Controller is a running controller: a queue and its workers.
@@ -56,12 +59,14 @@ type Controller struct {
 	enq   *enqueuer
 	log   *slog.Logger
 	keys  keyLocks
+	// claims is set for an Exclusive controller.
+	claims *claimer
 }
 
 // keyLocks keeps two workers of one process off the same key, as
 // client-go's workqueue does: the second waits, then works from a fresher
-// cache. (Across processes it can still happen; reconcilers are safe
-// against it.)
+// cache. (Across processes it can still happen: reconcilers are safe
+// against it, or their controller is Exclusive.)
 type keyLocks struct {
 	mu    sync.Mutex
 	locks map[string]*keyLock
@@ -165,6 +170,11 @@ func (c *Controller) watchDepth(ctx context.Context) {
 // while keeping the claim alive, then ack, requeue or back off.
 func (c *Controller) handle(ctx context.Context, d *bus.Delivery) {
 	defer c.keys.lock(d.Key)()
+	claim, release, ok := c.claim(ctx, d)
+	if !ok {
+		return
+	}
+	defer release()
 	if !c.cachesReady(ctx, d) {
 		return
 	}
@@ -177,7 +187,12 @@ func (c *Controller) handle(ctx context.Context, d *bus.Delivery) {
 		))
 	stop := c.keepAlive(sctx, d)
 	start := time.Now()
-	res, err := c.call(sctx, req)
+	// The reconcile ends if its claim is lost; what follows it does not.
+	rctx, cancel := context.WithCancelCause(sctx)
+	stopClaim := context.AfterFunc(claim, func() { cancel(context.Cause(claim)) })
+	res, err := c.call(rctx, req)
+	stopClaim()
+	cancel(nil)
 	stop()
 	elapsed := time.Since(start)
 	result := c.settle(sctx, d, res, err, span.SpanContext().TraceID().String(), rev)
@@ -188,6 +203,24 @@ func (c *Controller) handle(ctx context.Context, d *bus.Delivery) {
 	}
 	span.End()
 	reconcileDuration.WithLabelValues(c.opts.Name, result).Observe(elapsed.Seconds())
+}
+
+// claim takes the key's claim for an Exclusive controller and returns a
+// context that ends if the claim is lost, and its release. A key held
+// elsewhere is handed back to try again soon (ok false).
+func (c *Controller) claim(ctx context.Context, d *bus.Delivery) (claim context.Context, release func(), ok bool) {
+	if c.claims == nil {
+		return ctx, func() {}, true
+	}
+	ls, err := c.claims.take(ctx, c.opts.Name, d.Key)
+	if err != nil {
+		claimWaits.WithLabelValues(c.opts.Name).Inc()
+		c.log.Debug("key claimed elsewhere; trying it again soon", "controller", c.opts.Name, "key", d.Key, "err", err)
+		c.check(d.Retry(ctx, claimRetry), d)
+		return nil, nil, false
+	}
+	claim, drop := c.claims.hold(ctx, ls)
+	return claim, func() { drop(ctx) }, true
 }
 
 // cacheRetries is how many deliveries of a key wait for caches behind its

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/clock"
 )
@@ -19,6 +21,10 @@ type ManagerOptions struct {
 	// DrainTimeout bounds how long reconciles in flight may finish after
 	// shutdown begins (default 30s).
 	DrainTimeout time.Duration
+	// Identity names this process in the claims of Exclusive controllers;
+	// one that survives restarts lets a restarted process take its claims
+	// back at once (default: a new one each start).
+	Identity string
 }
 
 // Manager owns the informers shared by a process's controllers and runs
@@ -46,6 +52,9 @@ func NewManager(ctx context.Context, opts ManagerOptions) (*Manager, error) {
 	}
 	if opts.DrainTimeout == 0 {
 		opts.DrainTimeout = 30 * time.Second
+	}
+	if opts.Identity == "" {
+		opts.Identity = uuid.NewString()
 	}
 	log := opts.Logger
 	if log == nil {
@@ -127,6 +136,11 @@ func (m *Manager) Add(ctx context.Context, opts Options) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{opts: opts, mgr: m, queue: q, log: m.log}
+	if opts.Exclusive {
+		if c.claims, err = m.claimer(ctx); err != nil {
+			return nil, err
+		}
+	}
 	c.enq = newEnqueuer(q, opts.CoalesceEvery, opts.Name, m.log)
 	if opts.For.Resource != "" && !opts.NoSource {
 		c.enqueueChanges(m.Informer(opts.For))
@@ -135,6 +149,15 @@ func (m *Manager) Add(ctx context.Context, opts Options) (*Controller, error) {
 	m.controllers = append(m.controllers, c)
 	m.mu.Unlock()
 	return c, nil
+}
+
+// claimer opens the leases that claims are kept in.
+func (m *Manager) claimer(ctx context.Context) (*claimer, error) {
+	leases, err := m.opts.Bus.Leases(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &claimer{leases: leases, holder: m.opts.Identity}, nil
 }
 
 func (m *Manager) store(ctx context.Context, k Kind) (*bus.Store, error) {

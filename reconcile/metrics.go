@@ -28,6 +28,10 @@ var (
 		Name: "homeostat_reconcile_cache_behind_total",
 		Help: "Deliveries handed back because a cache had not reached the revision that triggered them.",
 	}, []string{"controller"})
+	claimWaits = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "homeostat_reconcile_claim_waits_total",
+		Help: "Deliveries handed back because the key's claim was held by another process or could not be taken (Exclusive controllers).",
+	}, []string{"controller"})
 	informerSynced = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "homeostat_informer_synced", Help: "1 once an informer has loaded its initial list.",
 	}, []string{"kind"})
@@ -42,7 +46,7 @@ var (
 
 func init() {
 	prometheus.MustRegister(queueDepth, queueInFlight, queueAdds, queueRetries,
-		reconcileDuration, reconcileErrors, cacheBehind, informerSynced, informerObjects, corruptObjects)
+		reconcileDuration, reconcileErrors, cacheBehind, claimWaits, informerSynced, informerObjects, corruptObjects)
 }
 
 func setSynced(kind string, ok bool) {

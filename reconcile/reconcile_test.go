@@ -83,8 +83,15 @@ type runtime struct {
 // start runs a manager with one controller over conn.
 func start(t *testing.T, conn *bus.Conn, opts reconcile.Options) *runtime {
 	t.Helper()
+	return startAs(t, conn, "", opts)
+}
+
+// startAs runs a manager named identity (new when empty) with one
+// controller over conn.
+func startAs(t *testing.T, conn *bus.Conn, identity string, opts reconcile.Options) *runtime {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := reconcile.NewManager(ctx, reconcile.ManagerOptions{Bus: conn, DrainTimeout: 5 * time.Second})
+	mgr, err := reconcile.NewManager(ctx, reconcile.ManagerOptions{Bus: conn, DrainTimeout: 5 * time.Second, Identity: identity})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 func newControllers(g *globals) *cobra.Command {
 	var bf busFlags
 	var workers int
-	var metrics string
+	var metrics, identity string
 	var grace, evict time.Duration
 	cmd := &cobra.Command{
 		Use:   "controllers",
@@ -30,7 +30,7 @@ func newControllers(g *globals) *cobra.Command {
 					return err
 				}
 				defer conn.Close()
-				svc, err := controllers.New(controllers.Config{Bus: conn, Logger: log, Workers: workers, NodeGrace: grace, EvictAfter: evict})
+				svc, err := controllers.New(controllers.Config{Bus: conn, Logger: log, Workers: workers, NodeGrace: grace, EvictAfter: evict, Identity: identity})
 				if err != nil {
 					return err
 				}
@@ -41,6 +41,7 @@ func newControllers(g *globals) *cobra.Command {
 	bf.register(cmd.Flags())
 	cmd.Flags().IntVar(&workers, "workers", 4, "reconcile workers per controller in this process")
 	cmd.Flags().StringVar(&metrics, "metrics-listen", "0.0.0.0:9090", "address serving /metrics and /healthz (empty: none)")
+	cmd.Flags().StringVar(&identity, "identity", "", "names this process in its claims on keys; one kept across restarts takes them back at once (default: new each start)")
 	cmd.Flags().DurationVar(&grace, "node-grace", 40*time.Second, "a node whose heartbeat is older is marked unreachable")
 	cmd.Flags().DurationVar(&evict, "evict-after", 5*time.Minute, "pods of an unreachable node are deleted this long after")
 	return cmd

@@ -115,15 +115,16 @@ func runUp(ctx context.Context, g *globals, o *upOptions) error {
 	server := "http://" + ln.Addr().String()
 	fmt.Printf("Homeostat is up.\n  API:  %s   (export HOMEOSTAT_SERVER=%s)\n  NATS: %s\n  Data: %s\nPress Ctrl-C to stop.\n",
 		server, server, conn.ClientURL(), o.dataDir)
-	ctrl, err := controllers.New(controllers.Config{Bus: conn, Logger: log, EvictAfter: o.evict})
-	if err != nil {
-		return err
-	}
-	// The in-process scheduler is the same replica across restarts over one
-	// data directory, so that it takes its own lease back at once.
+	// The in-process scheduler and controllers are the same replica across
+	// restarts over one data directory, so that they take their own lease
+	// and claims back at once.
 	identity, err := agentIdentity(filepath.Join(o.dataDir, "agent"))
 	if err != nil {
 		return fmt.Errorf("--data-dir: %w", err)
+	}
+	ctrl, err := controllers.New(controllers.Config{Bus: conn, Logger: log, EvictAfter: o.evict, Identity: "up-" + identity})
+	if err != nil {
+		return err
 	}
 	sched, err := scheduler.New(scheduler.Config{Bus: conn, Logger: log, Identity: "up-" + identity})
 	if err != nil {

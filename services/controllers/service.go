@@ -37,6 +37,11 @@ type Config struct {
 	// (default 5m).
 	NodeGrace  time.Duration
 	EvictAfter time.Duration
+	// Identity names this process in the claims that keep a Deployment or
+	// a Job in one process at a time; give one that survives restarts so
+	// that a restarted process takes its claims back at once (default: a
+	// new one each start).
+	Identity string
 	// JobBackoff is the first delay before a Job replaces a failed pod; it
 	// doubles per failure up to six minutes (default 10s).
 	JobBackoff time.Duration
@@ -91,7 +96,7 @@ func (s *Service) Setup(ctx context.Context) error {
 	if s.mgr != nil {
 		return nil
 	}
-	mgr, err := reconcile.NewManager(ctx, reconcile.ManagerOptions{Bus: s.cfg.Bus, Logger: s.log})
+	mgr, err := reconcile.NewManager(ctx, reconcile.ManagerOptions{Bus: s.cfg.Bus, Logger: s.log, Identity: s.cfg.Identity})
 	if err != nil {
 		return err
 	}
@@ -145,7 +150,10 @@ func (s *Service) setupDeployments(ctx context.Context) error {
 		return err
 	}
 	d := &deployments{deploys: deploys, rs: rs, events: ev, now: s.cfg.Now}
-	ctrl, err := s.mgr.Add(ctx, s.options("deployment", dKind, d))
+	opts := s.options("deployment", dKind, d)
+	// A Deployment grows one ReplicaSet on the count of the others.
+	opts.Exclusive = true
+	ctrl, err := s.mgr.Add(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -240,7 +248,10 @@ func (s *Service) setupJobs(ctx context.Context) error {
 	if j.backoff == 0 {
 		j.backoff = 10 * time.Second
 	}
-	ctrl, err := s.mgr.Add(ctx, s.options("job", jKind, j))
+	opts := s.options("job", jKind, j)
+	// A Job decides how many pods to start on the count of the others.
+	opts.Exclusive = true
+	ctrl, err := s.mgr.Add(ctx, opts)
 	if err != nil {
 		return err
 	}
