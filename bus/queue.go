@@ -167,25 +167,32 @@ func (q *Queue) Add(ctx context.Context, work ...Work) error {
 // jsErrDuplicateInProcess: a message with the same id is being stored.
 const jsErrDuplicateInProcess = 10158
 
-// waitAcks waits for asynchronous publishes, for at most requestTimeout
-// (an acknowledgement lost with a stream's leader never comes). A message
-// whose id another publisher is storing at the same moment counts as
-// stored.
+// waitAcks waits for asynchronous publishes, for at most requestTimeout,
+// and gives up sooner when no acknowledgement has come for publishTry: an
+// acknowledgement lost with a stream's leader never comes, and the
+// caller's retry should reach the next leader as soon as it is elected,
+// not seconds later. A message whose id another publisher is storing at
+// the same moment counts as stored.
 func waitAcks(ctx context.Context, futures []jetstream.PubAckFuture) error {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
+	stalled := time.NewTimer(publishTry)
+	defer stalled.Stop()
 	for _, f := range futures {
 		select {
 		case <-f.Ok():
 		case err := <-f.Err():
 			var apiErr *jetstream.APIError
-			if errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrDuplicateInProcess {
-				continue // the same message, stored by another publisher
+			if !errors.As(err, &apiErr) || apiErr.ErrorCode != jsErrDuplicateInProcess {
+				return fmt.Errorf("bus: publish %s: %w", f.Msg().Subject, translate(err))
 			}
-			return fmt.Errorf("bus: publish %s: %w", f.Msg().Subject, translate(err))
+			// The same message, stored by another publisher.
+		case <-stalled.C:
+			return fmt.Errorf("bus: publish %s: %w: no acknowledgement for %s", f.Msg().Subject, ErrUnavailable, publishTry)
 		case <-ctx.Done():
 			return fmt.Errorf("bus: publish %s: %w", f.Msg().Subject, translate(ctx.Err()))
 		}
+		stalled.Reset(publishTry)
 	}
 	return nil
 }
