@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -61,6 +62,15 @@ func (c *cluster) prepareScale(ctx context.Context) error {
 // lossThenScale kills a NATS node, then rescales (3 to 6 pods or back)
 // and measures how long the pods take to follow.
 func (c *cluster) lossThenScale(ctx context.Context, victim int) error {
+	// What is measured is the loss of one node of a healthy cluster, not
+	// of a second node while the first is still catching up (no quorum
+	// for some streams until one of them is back).
+	if !c.waitHealthy(ctx, 2*time.Minute) {
+		c.mu.Lock()
+		c.actFails = append(c.actFails, "the NATS cluster was not healthy within 2m of the previous fault")
+		c.mu.Unlock()
+		return nil
+	}
 	c.nats[victim].proc.kill()
 	lost := time.Now()
 	want := 6
@@ -76,6 +86,44 @@ func (c *cluster) lossThenScale(ctx context.Context, victim int) error {
 	}
 	c.acts = append(c.acts, d)
 	return nil
+}
+
+// waitHealthy waits until every NATS node answers its health check (every
+// stream and consumer it holds current), for at most within.
+func (c *cluster) waitHealthy(ctx context.Context, within time.Duration) bool {
+	deadline := time.Now().Add(within)
+	for {
+		ok := true
+		for _, n := range c.nats {
+			ok = ok && n.healthy(ctx)
+		}
+		if ok {
+			return true
+		}
+		if time.Now().After(deadline) || !clock.Sleep(ctx, 200*time.Millisecond) {
+			return false
+		}
+	}
+}
+
+// healthy reports whether the node's monitoring endpoint says it is.
+func (n *natsNode) healthy(ctx context.Context) bool {
+	ports, ok := n.ports()
+	if !ok || len(ports.Monitoring) == 0 {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ports.Monitoring[0]+"/healthz", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 func (c *cluster) actTimes() []actTime {
@@ -158,6 +206,7 @@ func (c *cluster) natsConfig(i int, dir string) string {
 	// gossiping their way around a partition.
 	return fmt.Sprintf(`server_name: n%d
 listen: 127.0.0.1:-1
+http: 127.0.0.1:-1
 ports_file_dir: %q
 jetstream { store_dir: %q, sync_interval: always }
 cluster {
@@ -194,8 +243,9 @@ func (c *cluster) startNode(ctx context.Context, i int) error {
 }
 
 type natsPorts struct {
-	Nats    []string `json:"nats"`
-	Cluster []string `json:"cluster"`
+	Nats       []string `json:"nats"`
+	Cluster    []string `json:"cluster"`
+	Monitoring []string `json:"monitoring"`
 }
 
 // ports reads the ports file the running server wrote.
