@@ -74,6 +74,36 @@ func bounded(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, requestTimeout)
 }
 
+// tryTimeout bounds one attempt of a request that a leader answers (a
+// stream's, a consumer's, the cluster's). A request made while there is no
+// leader is never answered: the leader elected next does not see it. An
+// attempt unanswered for tryTimeout is made again, so that the caller has
+// its answer moments after the election rather than at the end of
+// requestTimeout.
+const tryTimeout = time.Second
+
+// retried runs op, each attempt bounded by tryTimeout, again while it fails
+// with ErrUnavailable, for at most requestTimeout. Only for requests that
+// may harmlessly be made twice. An attempt that ran out its time is made
+// again at once; one refused sooner (no leader yet) after a pause.
+func retried(ctx context.Context, op func(context.Context) error) error {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	pace := clock.Pace{First: 50 * time.Millisecond, Max: retryMax}
+	for {
+		start := time.Now()
+		actx, acancel := context.WithTimeout(ctx, tryTimeout)
+		err := op(actx)
+		acancel()
+		if err == nil || !errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
+			return err
+		}
+		if time.Since(start) < tryTimeout && !pace.Wait(ctx) {
+			return err
+		}
+	}
+}
+
 // Conn is a live connection to the bus.
 type Conn struct {
 	nc       *nats.Conn

@@ -57,11 +57,14 @@ func (c *Conn) leaderGet(ctx context.Context, stream string, req msgGetRequest) 
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := bounded(ctx)
-	defer cancel()
-	reply, err := c.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, body)
+	var reply *nats.Msg
+	err = retried(ctx, func(ctx context.Context) error {
+		var err error
+		reply, err = c.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, body)
+		return translate(err)
+	})
 	if err != nil {
-		return nil, translate(err)
+		return nil, err
 	}
 	var resp msgGetResponse
 	if err := json.Unmarshal(reply.Data, &resp); err != nil {
@@ -92,13 +95,16 @@ func (c *Conn) lastMsg(ctx context.Context, stream, subject string) (*storedMsg,
 
 // lastSeq is the stream's last sequence, as its leader knows it.
 func (c *Conn) lastSeq(ctx context.Context, stream string) (uint64, error) {
-	ctx, cancel := bounded(ctx)
-	defer cancel()
-	st, err := c.js.Stream(ctx, stream)
-	if err != nil {
-		return 0, translate(err)
-	}
-	return st.CachedInfo().State.LastSeq, nil
+	var last uint64
+	err := retried(ctx, func(ctx context.Context) error {
+		st, err := c.js.Stream(ctx, stream)
+		if err != nil {
+			return translate(err)
+		}
+		last = st.CachedInfo().State.LastSeq
+		return nil
+	})
+	return last, err
 }
 
 // nextAfter is the sequence of the first message matching filter after

@@ -13,15 +13,12 @@ import (
 	"github.com/homeostat/homeostat/clock"
 )
 
-// Writes. Each attempt of a publish gets publishTry: its answer takes one
+// Writes. Each attempt of a publish gets tryTimeout: its answer takes one
 // replication round, and a stream leader that died holding the message
 // never sends one. When an attempt goes unanswered, the write is made
 // again soon after a new leader is elected, instead of after a long
 // timeout; a compare-and-swap write carries an id of its own, so that one
 // whose answer was lost is recognised in the stream if it landed.
-
-// publishTry bounds each attempt of a publish.
-const publishTry = time.Second
 
 // headerWriteID marks a compare-and-swap write with an id of its own.
 const headerWriteID = "Homeostat-Write-Id"
@@ -31,19 +28,17 @@ const headerWriteID = "Homeostat-Write-Id"
 // writes that may harmlessly land twice (unconditional puts of the same
 // bytes).
 func (c *Conn) publish(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
-	ctx, cancel := bounded(ctx)
-	defer cancel()
-	pace := clock.Pace{First: 50 * time.Millisecond, Max: retryMax}
-	for {
-		ack, err := c.publishOnce(ctx, msg, opts...)
-		if err == nil || !errors.Is(err, ErrUnavailable) || !pace.Wait(ctx) {
-			return ack, err
-		}
-	}
+	var ack *jetstream.PubAck
+	err := retried(ctx, func(ctx context.Context) error {
+		var err error
+		ack, err = c.js.PublishMsg(ctx, msg, opts...)
+		return translate(err)
+	})
+	return ack, err
 }
 
 func (c *Conn) publishOnce(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
-	ctx, cancel := context.WithTimeout(ctx, publishTry)
+	ctx, cancel := context.WithTimeout(ctx, tryTimeout)
 	defer cancel()
 	ack, err := c.js.PublishMsg(ctx, msg, opts...)
 	return ack, translate(err)
@@ -74,6 +69,7 @@ func (c *Conn) casPublish(ctx context.Context, stream string, msg *nats.Msg, exp
 	pace := clock.Pace{First: 5 * time.Millisecond, Max: retryMax}
 	uncertain := false
 	for {
+		start := time.Now()
 		ack, err := c.publishOnce(ctx, msg, opts...)
 		if err == nil || !errors.Is(err, ErrConflict) && !errors.Is(err, ErrUnavailable) {
 			return ack, err
@@ -87,7 +83,8 @@ func (c *Conn) casPublish(ctx context.Context, stream string, msg *nats.Msg, exp
 		case v.err != nil:
 			return nil, v.err
 		}
-		if !pace.Wait(ctx) {
+		// An attempt that ran out its time has waited enough already.
+		if time.Since(start) < tryTimeout && !pace.Wait(ctx) || ctx.Err() != nil {
 			return nil, unknownOutcome(uncertain, err)
 		}
 	}
@@ -140,7 +137,7 @@ func unknownOutcome(uncertain bool, err error) error {
 // standing is the subject's last sequence (0: none) as the leader holds
 // it, and whether that message is the write with id.
 func (c *Conn) standing(ctx context.Context, stream, subject, id string) (seq uint64, mine bool, err error) {
-	ctx, cancel := context.WithTimeout(ctx, publishTry)
+	ctx, cancel := context.WithTimeout(ctx, tryTimeout)
 	defer cancel()
 	m, err := c.lastMsg(ctx, stream, subject)
 	switch {

@@ -168,7 +168,7 @@ func (q *Queue) Add(ctx context.Context, work ...Work) error {
 const jsErrDuplicateInProcess = 10158
 
 // waitAcks waits for asynchronous publishes, for at most requestTimeout,
-// and gives up sooner when no acknowledgement has come for publishTry: an
+// and gives up sooner when no acknowledgement has come for tryTimeout: an
 // acknowledgement lost with a stream's leader never comes, and the
 // caller's retry should reach the next leader as soon as it is elected,
 // not seconds later. A message whose id another publisher is storing at
@@ -176,7 +176,7 @@ const jsErrDuplicateInProcess = 10158
 func waitAcks(ctx context.Context, futures []jetstream.PubAckFuture) error {
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	stalled := time.NewTimer(publishTry)
+	stalled := time.NewTimer(tryTimeout)
 	defer stalled.Stop()
 	for _, f := range futures {
 		select {
@@ -188,11 +188,11 @@ func waitAcks(ctx context.Context, futures []jetstream.PubAckFuture) error {
 			}
 			// The same message, stored by another publisher.
 		case <-stalled.C:
-			return fmt.Errorf("bus: publish %s: %w: no acknowledgement for %s", f.Msg().Subject, ErrUnavailable, publishTry)
+			return fmt.Errorf("bus: publish %s: %w: no acknowledgement for %s", f.Msg().Subject, ErrUnavailable, tryTimeout)
 		case <-ctx.Done():
 			return fmt.Errorf("bus: publish %s: %w", f.Msg().Subject, translate(ctx.Err()))
 		}
-		stalled.Reset(publishTry)
+		stalled.Reset(tryTimeout)
 	}
 	return nil
 }
@@ -298,6 +298,7 @@ func (q *Queue) Consume(ctx context.Context, workers int, handle func(*Delivery)
 	defer wg.Wait()
 	pace := clock.Pace{First: 100 * time.Millisecond, Max: retryMax}
 	for ctx.Err() == nil {
+		start := time.Now()
 		err := q.consumeOnce(ctx, workers, sem, &wg, handle)
 		if ctx.Err() != nil {
 			break
@@ -307,6 +308,13 @@ func (q *Queue) Consume(ctx context.Context, workers int, handle func(*Delivery)
 		if errors.Is(err, ErrNotFound) {
 			q.forgetConsumer()
 		}
+		// A pull that lasted (its heartbeats stopped: the consumer's
+		// leader died) has waited long enough; pull again at once, to
+		// reach the next leader as soon as it is elected.
+		if time.Since(start) >= 2*queueHeartbeat {
+			pace.Reset()
+			continue
+		}
 		if !pace.Wait(ctx) {
 			break
 		}
@@ -314,13 +322,17 @@ func (q *Queue) Consume(ctx context.Context, workers int, handle func(*Delivery)
 	return nil
 }
 
+// queueHeartbeat is how often an idle pull hears from the consumer's
+// leader (NATS allows no less); two missed make the pull start again.
+const queueHeartbeat = 500 * time.Millisecond
+
 func (q *Queue) consumeOnce(ctx context.Context, workers int, sem chan struct{}, wg *sync.WaitGroup, handle func(*Delivery)) error {
 	cons, err := q.consumer(ctx)
 	if err != nil {
 		return err
 	}
 	msgs, err := cons.Messages(jetstream.PullMaxMessages(workers), jetstream.PullExpiry(5*time.Second),
-		jetstream.PullHeartbeat(500*time.Millisecond))
+		jetstream.PullHeartbeat(queueHeartbeat))
 	if err != nil {
 		return translate(err)
 	}

@@ -220,9 +220,14 @@ func (c *Conn) createConsumer(ctx context.Context, stream string, cfg jetstream.
 	}
 	done := make(chan created, 1)
 	go func() {
-		cctx, cancel := bounded(context.WithoutCancel(ctx))
-		defer cancel()
-		cons, err := c.js.CreateConsumer(cctx, stream, cfg)
+		// Made again under the same name when unanswered: creating a
+		// consumer that exists with the same configuration returns it.
+		var cons jetstream.Consumer
+		err := retried(context.WithoutCancel(ctx), func(ctx context.Context) error {
+			var err error
+			cons, err = c.js.CreateConsumer(ctx, stream, cfg)
+			return translate(err)
+		})
 		done <- created{cons, err}
 	}()
 	select {
