@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 
@@ -59,16 +60,38 @@ func fenceOf(o *object.Object) (owner string, gen int64) {
 	return ref.UID, gen
 }
 
+// headerFence, on a tombstone that carries a deleted object on, is the
+// fence written over it: "<owner uid>/<generation>".
+const headerFence = "Homeostat-Fence"
+
 // tombstoneFence is the fence a tombstone carries, if any.
 func (s *Store) tombstoneFence(m *storedMsg) (owner string, gen int64) {
 	if m == nil || !m.tombstone() || len(m.data) == 0 {
 		return "", 0
+	}
+	if h := m.header.Get(headerFence); h != "" {
+		owner, g, _ := strings.Cut(h, "/")
+		gen, _ = strconv.ParseInt(g, 10, 64)
+		return owner, gen
 	}
 	o, err := s.decode(m.subject[len(s.subjPrefix):], m.data, m.seq)
 	if err != nil {
 		return "", 0
 	}
 	return fenceOf(o)
+}
+
+// deletedObject is the object a tombstone says was deleted; nil for a bare
+// fence, a tombstone without one, or anything else.
+func (s *Store) deletedObject(m *storedMsg) *object.Object {
+	if m == nil || !m.tombstone() || len(m.data) == 0 || m.header.Get(HeaderOp) == opFence {
+		return nil
+	}
+	o, err := s.decode(m.subject[len(s.subjPrefix):], m.data, m.seq)
+	if err != nil {
+		return nil
+	}
+	return o
 }
 
 // fenced reports whether a tombstone refuses a create on authority a.
@@ -94,7 +117,8 @@ func withFence(o *object.Object, gen int64) *object.Object {
 }
 
 // Fence makes sure key holds no object that owner's generations before gen
-// may create: it writes a bare fence over an empty key. When the key holds
+// may create: it writes a bare fence over an empty key, and over an object's
+// tombstone a tombstone that still carries the object. When the key holds
 // a live object it returns it with ErrAlreadyExists; when a fence at gen or
 // later is already there, it does nothing.
 func (s *Store) Fence(ctx context.Context, key string, owner object.OwnerReference, gen int64) (*object.Object, error) {
@@ -129,8 +153,16 @@ func (s *Store) Fence(ctx context.Context, key string, owner object.OwnerReferen
 			}
 			expect = m.seq
 		}
-		hdr := nats.Header{kvOp: []string{kvDel}, HeaderOp: []string{opFence}}
-		_, err = s.publish(ctx, key, data, expect, hdr)
+		body, hdr := data, nats.Header{kvOp: []string{kvDel}, HeaderOp: []string{opFence}}
+		if s.deletedObject(m) != nil {
+			// The fence replaces the tombstone of an object (a key keeps
+			// one entry): it carries the object on, and the fence in a
+			// header, so that a watcher that has not read the tombstone yet
+			// still learns of the delete, and of what was deleted.
+			body = m.data
+			hdr = nats.Header{kvOp: []string{kvDel}, headerFence: []string{owner.UID + "/" + strconv.FormatInt(gen, 10)}}
+		}
+		_, err = s.publish(ctx, key, body, expect, hdr)
 		if !errors.Is(err, ErrConflict) || attempt >= 5 {
 			if err != nil {
 				return nil, fmt.Errorf("%s %q: fence: %w", s.spec.Resource, key, err)

@@ -159,3 +159,52 @@ func TestWatchPassesOverFences(t *testing.T) {
 	}
 	t.Fatal("the watch ended early")
 }
+
+// A fence written over an object's tombstone replaces it (a key keeps one
+// entry), so it must carry the delete on: a watcher that held the object
+// and reads only now (it lagged, or resumes) still sees it deleted, with
+// the object's last state; and the fence still refuses earlier
+// generations.
+func TestFenceOverATombstoneCarriesTheDelete(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s := newStore(t, bustest.Conn(t))
+	ref := ownerRef("owner-1")
+	if err := createAs(t, s, owned("p", ref), "owner-1", 1); err != nil {
+		t.Fatal(err)
+	}
+	o, err := s.Get(ctx, "default.p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := rv(t, o)
+	zero := int64(0)
+	if _, _, err := s.Delete(ctx, o.Key(), bus.DeleteOptions{UID: o.Metadata.UID, Fence: 1, GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Fence(ctx, o.Key(), ref, 2); err != nil {
+		t.Fatal(err)
+	}
+
+	ch, err := s.Watch(ctx, bus.WatchOptions{AfterRevision: held})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := <-ch
+	if ev.Type != bus.Deleted || ev.Key != "default.p" || ev.Object == nil || ev.Object.Metadata.UID != o.Metadata.UID {
+		t.Fatalf("a watcher that held p got %s %s with object %v; want p deleted, with its last state", ev.Type, ev.Key, ev.Object)
+	}
+	if ev := <-ch; ev.Type != bus.Synced {
+		t.Fatalf("then %s, want Synced", ev.Type)
+	}
+
+	if err := createAs(t, s, owned("p", ref), "owner-1", 1); !errors.Is(err, bus.ErrFenced) {
+		t.Fatalf("create at generation 1 after the fence at 2: got %v, want ErrFenced", err)
+	}
+	if _, err := s.Fence(ctx, o.Key(), ref, 2); err != nil {
+		t.Fatalf("fencing again at the same generation: %v", err)
+	}
+	if err := createAs(t, s, owned("p", ref), "owner-1", 2); err != nil {
+		t.Fatalf("create at the fence's generation: %v", err)
+	}
+}
