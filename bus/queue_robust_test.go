@@ -34,12 +34,7 @@ func TestAckSurvivesQueueWithoutLeader(t *testing.T) {
 	got := make(chan *bus.Delivery, 1)
 	consumed := make(chan error, 1)
 	go func() { consumed <- q.Consume(ctx, 1, func(d *bus.Delivery) { got <- d }) }()
-	var d *bus.Delivery
-	select {
-	case d = <-got:
-	case <-time.After(30 * time.Second):
-		t.Fatal("no delivery within 30s")
-	}
+	d := poll.Receive(t, "a delivery", 30*time.Second, got)
 
 	cl.Stop(1)
 	cl.Stop(2)

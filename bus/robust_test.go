@@ -363,18 +363,9 @@ func TestUpdateWhoseAnswerWasLost(t *testing.T) {
 		landed, err = s.Get(ctx, "default.w")
 		return err == nil && string(landed.Spec) == `{"v":2}`
 	})
-	select {
-	case <-asked:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the writer did not ask the leader within 30s of its write going unanswered")
-	}
+	poll.Receive(t, "the writer to ask the leader after its write went unanswered", 30*time.Second, asked)
 	proxy.Release()
-	var r result
-	select {
-	case r = <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("Update did not return within 30s")
-	}
+	r := poll.Receive(t, "Update to return", 30*time.Second, done)
 	if r.err != nil {
 		t.Fatalf("Update = %v, want the success it was", r.err)
 	}
@@ -413,26 +404,13 @@ func TestCreateWhoseFateIsUnknown(t *testing.T) {
 	if _, _, err := s.Delete(ctx, "default.w", bus.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-asked:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the writer did not ask the leader within 30s of its write going unanswered")
-	}
+	poll.Receive(t, "the writer to ask the leader after its write went unanswered", 30*time.Second, asked)
 	// Let the next try through with its answer: the leader refuses it, for
 	// the subject has moved, and shows a tombstone that is not the writer's.
 	again := proxy.sentNext("PUB " + subject)
-	select {
-	case <-again:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the writer did not try again within 30s")
-	}
+	poll.Receive(t, "the writer to try again", 30*time.Second, again)
 	proxy.Release()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("Create did not return within 30s")
-	}
+	err := poll.Receive(t, "Create to return", 30*time.Second, done)
 	if errors.Is(err, bus.ErrAlreadyExists) || errors.Is(err, bus.ErrConflict) || !errors.Is(err, bus.ErrUnavailable) {
 		t.Fatalf("Create = %v, want ErrUnavailable alone: the create landed", err)
 	}

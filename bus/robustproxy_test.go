@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/homeostat/homeostat/testenv/poll"
 )
 
 // holdProxy forwards TCP between a NATS client and server and acts when
@@ -76,11 +78,7 @@ func (p *holdProxy) Release() { p.once.Do(func() { close(p.release) }) }
 // waitHeld waits until the proxy holds something.
 func (p *holdProxy) waitHeld(t *testing.T, what string) {
 	t.Helper()
-	select {
-	case <-p.held:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s did not come within 30s", what)
-	}
+	poll.Receive(t, what, 30*time.Second, p.held)
 }
 
 func (p *holdProxy) serve() {

@@ -19,3 +19,18 @@ func Until(t testing.TB, what string, within time.Duration, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// Receive waits for a value on ch for at most within and returns it,
+// failing the test with what was awaited otherwise: for an event the
+// system must send, never a fixed sleep.
+func Receive[T any](t testing.TB, what string, within time.Duration, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(within):
+		t.Fatalf("timed out after %s waiting for %s", within, what)
+	}
+	var zero T
+	return zero
+}
