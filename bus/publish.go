@@ -31,8 +31,8 @@ func (c *Conn) publish(ctx context.Context, msg *nats.Msg, opts ...jetstream.Pub
 	var ack *jetstream.PubAck
 	err := retried(ctx, func(ctx context.Context) error {
 		var err error
-		ack, err = c.js.PublishMsg(ctx, msg, opts...)
-		return translate(err)
+		ack, err = c.publishOnce(ctx, msg, opts...)
+		return err
 	})
 	return ack, err
 }
