@@ -115,15 +115,8 @@ type Conn struct {
 	mu     sync.Mutex
 	stores map[string]*Store
 	closed chan struct{}
-	// lists bounds the snapshots read at once (see Store.List): each holds
-	// a consumer and a copy of its objects, so a burst of lists queues
-	// here rather than multiplying the memory of the server and of this
-	// process.
-	lists chan struct{}
+	turns  readTurns
 }
-
-// maxLists is how many lists a connection reads at once.
-const maxLists = 16
 
 // Connect dials the configured NATS, starting the embedded server first when
 // asked to. The returned Conn must be closed.
@@ -135,7 +128,7 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	c := &Conn{replicas: max(cfg.Replicas, 1), log: log, stores: map[string]*Store{}, closed: make(chan struct{}), lists: make(chan struct{}, maxLists)}
+	c := &Conn{replicas: max(cfg.Replicas, 1), log: log, stores: map[string]*Store{}, closed: make(chan struct{}), turns: make(readTurns, maxReads)}
 	opts := []nats.Option{
 		nats.Name(cfg.Name),
 		nats.MaxReconnects(-1),

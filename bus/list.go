@@ -120,12 +120,11 @@ type snapshot struct {
 // The revision is the last sequence read or the one taken at the start,
 // whichever is higher; a key fetched at the end may carry a later one.
 func (s *Store) snapshot(ctx context.Context, namespace string) (*snapshot, error) {
-	select {
-	case s.conn.lists <- struct{}{}:
-		defer func() { <-s.conn.lists }()
-	case <-ctx.Done():
-		return nil, fmt.Errorf("bus: list %s: waiting for a turn: %w", s.spec.Resource, ctx.Err())
+	release, err := s.conn.turns.take(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("bus: list %s: waiting for a turn: %w", s.spec.Resource, err)
 	}
+	defer release()
 	upTo, err := s.conn.lastSeq(ctx, s.stream())
 	if err != nil {
 		return nil, fmt.Errorf("bus: list %s: %w", s.spec.Resource, err)

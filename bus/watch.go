@@ -96,7 +96,7 @@ func (s *Store) Watch(ctx context.Context, opts WatchOptions) (<-chan Event, err
 // watch runs a read on its own goroutine and hands its messages, decoded,
 // to a channel, with Synced once it has caught up. When initial, what
 // comes before Synced is the current state (all Added, deleted keys
-// left out).
+// left out). Until Synced it holds one of the connection's read turns.
 func (c *Conn) watch(ctx context.Context, spec readSpec, buffer int, initial bool, decode func(rawMsg, bool) Event) <-chan Event {
 	if buffer == 0 {
 		buffer = 256
@@ -114,7 +114,12 @@ func (c *Conn) watch(ctx context.Context, spec readSpec, buffer int, initial boo
 	last := max(spec.start, 1) - 1 // the revision the watch has reached
 	go func() {
 		defer close(ch)
-		err := c.read(ctx, spec, func(m rawMsg) error {
+		release, err := c.turns.take(ctx)
+		if err != nil {
+			return
+		}
+		defer release()
+		err = c.read(ctx, spec, func(m rawMsg) error {
 			if m.seq > 0 {
 				last = m.seq
 				live := synced || !initial
@@ -127,7 +132,9 @@ func (c *Conn) watch(ctx context.Context, spec readSpec, buffer int, initial boo
 			}
 			if !synced && m.caughtUp {
 				synced = true
-				return send(Event{Type: Synced, Revision: last})
+				err := send(Event{Type: Synced, Revision: last})
+				release()
+				return err
 			}
 			return nil
 		})

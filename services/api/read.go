@@ -188,7 +188,9 @@ func (s *Service) watch(w http.ResponseWriter, r *http.Request, ref *resourceRef
 			defer cancel()
 		}
 	}
-	opts := bus.WatchOptions{Namespace: ref.namespace, AfterRevision: after}
+	// A small buffer: the stream's consumer holds what the client has not
+	// read yet, so a deep channel per watch would only cost memory.
+	opts := bus.WatchOptions{Namespace: ref.namespace, AfterRevision: after, Buffer: watchBuffer}
 	if ref.name != "" {
 		opts.Key = ref.key()
 	}
@@ -201,6 +203,9 @@ func (s *Service) watch(w http.ResponseWriter, r *http.Request, ref *resourceRef
 	st.serve(w, ch)
 	return nil
 }
+
+// watchBuffer is the channel capacity of a watch served to a client.
+const watchBuffer = 16
 
 // watchStream writes one watch's events as newline-delimited JSON.
 type watchStream struct {
@@ -225,17 +230,20 @@ func (st *watchStream) serve(w http.ResponseWriter, ch <-chan bus.Event) {
 		flusher.Flush()
 	}
 	enc := json.NewEncoder(w)
+	unflushed := false
 	for ev := range ch {
-		typ, obj := st.event(ev)
-		if typ == "" {
-			continue
+		if typ, obj := st.event(ev); typ != "" {
+			raw, _ := json.Marshal(obj)
+			if err := enc.Encode(object.WatchEvent{Type: typ, Object: raw}); err != nil {
+				return
+			}
+			unflushed = true
 		}
-		raw, _ := json.Marshal(obj)
-		if err := enc.Encode(object.WatchEvent{Type: typ, Object: raw}); err != nil {
-			return
-		}
-		if flusher != nil {
+		// Flush once the events at hand are written, not after each: an
+		// initial state of many objects goes out in few writes.
+		if unflushed && flusher != nil && len(ch) == 0 {
 			flusher.Flush()
+			unflushed = false
 		}
 	}
 }

@@ -251,9 +251,21 @@ func (s *Service) routes() http.Handler {
 	}
 	return otelhttp.NewHandler(mux, "api",
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }),
-		otelhttp.WithFilter(func(r *http.Request) bool {
-			return r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && r.URL.Path != "/metrics"
-		}))
+		otelhttp.WithFilter(traced))
+}
+
+// traced says whether a request gets a span. Every change does, so that an
+// apply reads as one trace; a read only when its client sends a trace
+// context, as Kubernetes does: recording every list and watch would cost
+// the store a write per read, and a burst of reads as much memory again.
+func traced(r *http.Request) bool {
+	switch {
+	case r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || r.URL.Path == "/metrics":
+		return false
+	case r.Method == http.MethodGet || r.Method == http.MethodHead:
+		return r.Header.Get("traceparent") != ""
+	}
+	return true
 }
 
 func (s *Service) readyz(w http.ResponseWriter, _ *http.Request) {

@@ -5,24 +5,21 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/testenv/poll"
 	"github.com/homeostat/homeostat/tracing"
 )
 
 // TestWritesCarryTraceContext: a request's span is stored with the write it
 // makes, so that the loops reading the write continue the same trace.
 func TestWritesCarryTraceContext(t *testing.T) {
-	exp := tracetest.NewInMemoryExporter()
-	shutdown, err := tracing.Setup(context.Background(), tracing.Options{Service: "test", Exporters: []sdktrace.SpanExporter{exp}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = shutdown(context.Background()) }()
+	exp := recordSpans(t)
 	c := conn(t)
 	base := startAPI(t, c)
 
@@ -64,4 +61,54 @@ func TestWritesCarryTraceContext(t *testing.T) {
 	if got.TraceID() != apiSpan.TraceID() || got.SpanID() != apiSpan.SpanID() {
 		t.Fatalf("stored trace context %s/%s, want the API span %s/%s", got.TraceID(), got.SpanID(), apiSpan.TraceID(), apiSpan.SpanID())
 	}
+}
+
+// TestReadsTracedWhenAsked: a read gets a span only when its client sends
+// a trace context; every change gets one.
+func TestReadsTracedWhenAsked(t *testing.T) {
+	exp := recordSpans(t)
+	base := startAPI(t, conn(t))
+
+	get := func(path, traceparent string) {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		if traceparent != "" {
+			req.Header.Set("traceparent", traceparent)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d", path, resp.StatusCode)
+		}
+	}
+	get("/api/v1/namespaces/default/pods", "")
+	get("/api/v1/nodes", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	names := func() map[string]bool {
+		out := map[string]bool{}
+		for _, s := range exp.GetSpans() {
+			out[s.Name] = true
+		}
+		return out
+	}
+	poll.Until(t, "a span of the read that sent a trace context", 10*time.Second, func() bool {
+		return names()["GET /api/v1/nodes"]
+	})
+	if names()["GET /api/v1/namespaces/default/pods"] {
+		t.Fatal("a read without a trace context got a span")
+	}
+}
+
+// recordSpans installs a tracer provider that keeps spans in memory until
+// the test ends.
+func recordSpans(t *testing.T) *tracetest.InMemoryExporter {
+	t.Helper()
+	exp := tracetest.NewInMemoryExporter()
+	shutdown, err := tracing.Setup(context.Background(), tracing.Options{Service: "test", Exporters: []sdktrace.SpanExporter{exp}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = shutdown(context.Background()) })
+	return exp
 }
