@@ -27,7 +27,14 @@ func TestRunNodesAreTheirOwn(t *testing.T) {
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
-	if got := nodeProcesses(node); len(got) != 1 || got[0].pid != cmd.Process.Pid || got[0].pod != "chaos/web-0" {
+	// Polled: right after exec, the kernel may not show the new
+	// environment in /proc yet.
+	var got []nodeProc
+	poll.Until(t, "the started process among the node's", 10*time.Second, func() bool {
+		got = nodeProcesses(node)
+		return len(got) > 0
+	})
+	if len(got) != 1 || got[0].pid != cmd.Process.Pid || got[0].pod != "chaos/web-0" {
 		t.Fatalf("the node's processes: got %+v, want the one started", got)
 	}
 	killNodeProcesses(node)
