@@ -18,6 +18,7 @@ import (
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/manifest"
 	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/pki/pkitest"
 	"github.com/homeostat/homeostat/reconcile"
 	"github.com/homeostat/homeostat/services/api"
 	"github.com/homeostat/homeostat/services/controllers"
@@ -26,13 +27,17 @@ import (
 	"github.com/homeostat/homeostat/testenv/poll"
 )
 
-// Env is a running API over an embedded NATS server.
+// Env is a running API over an embedded NATS server, served over TLS.
 type Env struct {
 	T    testing.TB
 	Conn *bus.Conn
+	// C and HTTP are clients in system:masters.
 	C    *client.Client
+	HTTP *http.Client
 	URL  string
 	Ctx  context.Context
+	// PKI is the authority of the API's certificates.
+	PKI *pkitest.PKI
 }
 
 // New starts the server and the API.
@@ -44,15 +49,17 @@ func New(t testing.TB) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := api.New(api.Config{Bus: conn, Listener: ln, CompactEvery: time.Hour})
+	e.PKI = pkitest.New(t)
+	svc, err := api.New(api.Config{Bus: conn, Listener: ln, CompactEvery: time.Hour, TLS: e.PKI.Server()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.run("api", svc.Run)
-	e.URL = "http://" + ln.Addr().String()
-	e.C = client.New(e.URL, nil)
+	e.URL = "https://" + ln.Addr().String()
+	e.HTTP = e.PKI.Admin()
+	e.C = client.New(e.URL, e.HTTP)
 	e.Eventually("api ready", 10*time.Second, func() bool {
-		resp, err := http.Get(e.URL + "/readyz")
+		resp, err := e.HTTP.Get(e.URL + "/readyz")
 		if err != nil {
 			return false
 		}

@@ -107,7 +107,7 @@ func runUp(ctx context.Context, g *globals, o *upOptions) error {
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
-	apiSvc, err := api.New(api.Config{Bus: conn, Listener: ln, Logger: log, Extra: metricsHandlers()})
+	apiSvc, err := api.New(api.Config{Bus: conn, Listener: ln, Logger: log, Extra: metricsHandlers(), InsecurePlaintext: true})
 	if err != nil {
 		ln.Close()
 		return err

@@ -170,7 +170,7 @@ func TestTwoReplicasShareState(t *testing.T) {
 
 func TestDiscovery(t *testing.T) {
 	base := startAPI(t, conn(t))
-	cl := newClient(base)
+	cl := newClient(t, base)
 	for name, want := range map[string]string{"deploy": "deployments.apps", "po": "pods", "ResourceDefinition": "resourcedefinitions.homeostat.io", "jobs.batch": "jobs.batch"} {
 		res, err := cl.ResourceFor(context.Background(), name)
 		if err != nil || res.GroupResource() != want {

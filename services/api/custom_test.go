@@ -64,7 +64,7 @@ func TestCustomKindAcrossReplicas(t *testing.T) {
 	mustCode(t, call(t, "DELETE", b+"/apis/homeostat.io/v1/resourcedefinitions/widgets.example.com", "", ""), http.StatusOK, "")
 	mustCode(t, call(t, "GET", b+widgets+"/w1", "", ""), http.StatusNotFound, object.ReasonNotFound)
 	poll.Until(t, "replica a to stop serving widgets", 15*time.Second, func() bool {
-		resp, err := http.Get(a + widgets)
+		resp, err := admin(t).Get(a + widgets)
 		if err != nil {
 			return false
 		}

@@ -18,17 +18,14 @@ import (
 	"github.com/homeostat/homeostat/testenv/poll"
 )
 
-// hc is safe to use from many goroutines at once, keeps enough idle
-// connections for them, and never waits forever on an answer.
-var hc = &http.Client{Timeout: 45 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-
 type answer struct {
 	code   int
 	header http.Header
 	body   []byte
 }
 
-// send is call for goroutines: it reports failures instead of ending the test.
+// send is call for goroutines: it reports failures instead of ending the
+// test. It runs after startAPI, which makes the admin client.
 func send(method, url, contentType, body string) (answer, error) {
 	var rd io.Reader
 	if body != "" {
@@ -41,7 +38,7 @@ func send(method, url, contentType, body string) (answer, error) {
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	resp, err := hc.Do(req)
+	resp, err := adminClient.Do(req)
 	if err != nil {
 		return answer{}, err
 	}
@@ -226,7 +223,7 @@ func TestWatchFromFutureRevision(t *testing.T) {
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		req, _ := http.NewRequestWithContext(ctx, "GET", u, nil)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := admin(t).Do(req)
 		if err != nil {
 			cancel()
 			t.Fatalf("watch %s: %v (after %s)", u, err, time.Since(start))

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,9 +15,36 @@ import (
 	"github.com/homeostat/homeostat/bus/bustest"
 	"github.com/homeostat/homeostat/client"
 	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/pki/pkitest"
 	"github.com/homeostat/homeostat/services/api"
 	"github.com/homeostat/homeostat/testenv/poll"
 )
+
+// The authority of every API these tests start, and a client of it in
+// system:masters: made once, on first use.
+var (
+	pkiOnce     sync.Once
+	testPKI     *pkitest.PKI
+	adminClient *http.Client
+)
+
+func authority(t *testing.T) *pkitest.PKI {
+	pkiOnce.Do(func() {
+		testPKI = pkitest.New(t)
+		// Safe to use from many goroutines at once, with enough idle
+		// connections for them, and never waiting forever on an answer.
+		adminClient = testPKI.Admin()
+		adminClient.Timeout = 45 * time.Second
+		adminClient.Transport.(*http.Transport).MaxIdleConnsPerHost = 64
+	})
+	return testPKI
+}
+
+// admin is an HTTP client in system:masters.
+func admin(t *testing.T) *http.Client {
+	authority(t)
+	return adminClient
+}
 
 // startAPI runs an API service over conn on a random port and returns its base URL.
 func startAPI(t *testing.T, conn *bus.Conn, mutate ...func(*api.Config)) string {
@@ -25,7 +53,7 @@ func startAPI(t *testing.T, conn *bus.Conn, mutate ...func(*api.Config)) string 
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := api.Config{Bus: conn, Listener: ln, CompactEvery: time.Hour}
+	cfg := api.Config{Bus: conn, Listener: ln, CompactEvery: time.Hour, TLS: authority(t).Server()}
 	for _, m := range mutate {
 		m(&cfg)
 	}
@@ -42,9 +70,9 @@ func startAPI(t *testing.T, conn *bus.Conn, mutate ...func(*api.Config)) string 
 			t.Errorf("api run: %v", err)
 		}
 	})
-	base := "http://" + ln.Addr().String()
+	base := "https://" + ln.Addr().String()
 	poll.Until(t, "api ready", 15*time.Second, func() bool {
-		resp, err := http.Get(base + "/readyz")
+		resp, err := admin(t).Get(base + "/readyz")
 		if err != nil {
 			return false
 		}
@@ -74,7 +102,7 @@ func call(t *testing.T, method, url, contentType, body string) response {
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := admin(t).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +129,6 @@ func mustCode(t *testing.T, r response, code int, reason string) {
 	}
 }
 
-func newClient(base string) *client.Client { return client.New(base, nil) }
+func newClient(t *testing.T, base string) *client.Client { return client.New(base, admin(t)) }
 
 func conn(t *testing.T) *bus.Conn { return bustest.Conn(t) }

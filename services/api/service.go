@@ -9,6 +9,7 @@ package api
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -44,6 +45,14 @@ type Config struct {
 	CompactEvery       time.Duration
 	// Extra handlers mounted on the same server (metrics, for instance).
 	Extra map[string]http.Handler
+	// TLS serves HTTPS: its certificate (or GetCertificate) is served and
+	// its ClientCAs verify client certificates, which name the user. Every
+	// request but the probes and /version must then carry credentials.
+	TLS *tls.Config
+	// InsecurePlaintext serves plain HTTP with no authentication: every
+	// request may do anything. Only for tests about something else; it
+	// must be asked for, since TLS is otherwise required.
+	InsecurePlaintext bool
 }
 
 // Service is one API process.
@@ -72,6 +81,18 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.Listener == nil && cfg.Listen == "" {
 		return nil, errors.New("api: Config.Listen or Config.Listener is required")
+	}
+	switch {
+	case cfg.TLS == nil && !cfg.InsecurePlaintext:
+		return nil, errors.New("api: Config.TLS is required (or InsecurePlaintext, which authenticates no one)")
+	case cfg.TLS != nil && cfg.InsecurePlaintext:
+		return nil, errors.New("api: Config.TLS and InsecurePlaintext exclude each other")
+	case cfg.TLS != nil && cfg.TLS.ClientCAs == nil:
+		return nil, errors.New("api: Config.TLS.ClientCAs is required: it authenticates clients")
+	case cfg.TLS != nil:
+		cfg.TLS = cfg.TLS.Clone()
+		cfg.TLS.ClientAuth = tls.RequestClientCert // verified by authenticate
+		cfg.TLS.MinVersion = max(cfg.TLS.MinVersion, tls.VersionTLS12)
 	}
 	s := &Service{cfg: cfg, bus: cfg.Bus, reg: cfg.Registry, log: cfg.Logger}
 	if s.log == nil {
@@ -116,12 +137,19 @@ func (s *Service) Run(ctx context.Context) error {
 			return fmt.Errorf("api: listen: %w", err)
 		}
 	}
-	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx },
+		TLSConfig: s.cfg.TLS}
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() {
+		if s.cfg.TLS != nil {
+			serveErr <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		serveErr <- srv.Serve(ln)
+	}()
 	s.log.Info("api serving", "addr", ln.Addr().String())
 	loops := make(chan error, 4)
 	go func() { loops <- s.start(ctx, loops) }()
@@ -249,7 +277,7 @@ func (s *Service) routes() http.Handler {
 	for path, h := range s.cfg.Extra {
 		mux.Handle(path, h)
 	}
-	return otelhttp.NewHandler(mux, "api",
+	return otelhttp.NewHandler(s.authenticate(mux), "api",
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }),
 		otelhttp.WithFilter(traced))
 }

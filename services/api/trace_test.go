@@ -28,7 +28,7 @@ func TestWritesCarryTraceContext(t *testing.T) {
 		strings.NewReader(`{"metadata":{"name":"traced"},"spec":{"containers":[{"name":"c","command":["x"]}]}}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("traceparent", parent)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := admin(t).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestReadsTracedWhenAsked(t *testing.T) {
 		if traceparent != "" {
 			req.Header.Set("traceparent", traceparent)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := admin(t).Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,7 +23,7 @@ func openWatch(t *testing.T, url string) *watchStream {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := admin(t).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
