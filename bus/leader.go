@@ -95,16 +95,48 @@ func (c *Conn) lastMsg(ctx context.Context, stream, subject string) (*storedMsg,
 
 // lastSeq is the stream's last sequence, as its leader knows it.
 func (c *Conn) lastSeq(ctx context.Context, stream string) (uint64, error) {
-	var last uint64
+	info, err := c.leaderInfo(ctx, stream)
+	if err != nil {
+		return 0, err
+	}
+	return info.State.LastSeq, nil
+}
+
+// errNotLeader: a stream's information came from a replica that is not
+// its leader.
+var errNotLeader = fmt.Errorf("%w: a replica answered for a stream without a leader", ErrUnavailable)
+
+// leaderInfo is the stream's information as its leader has it. While a
+// stream has no leader, any of its replicas answers STREAM.INFO from its
+// own state, which may lack writes already acknowledged; such an answer
+// names no leader and is refused here, and the request made again until
+// a leader answers (see retried).
+func (c *Conn) leaderInfo(ctx context.Context, stream string, opts ...jetstream.StreamInfoOpt) (*jetstream.StreamInfo, error) {
+	var info *jetstream.StreamInfo
 	err := retried(ctx, func(ctx context.Context) error {
 		st, err := c.js.Stream(ctx, stream)
 		if err != nil {
 			return translate(err)
 		}
-		last = st.CachedInfo().State.LastSeq
+		i := st.CachedInfo()
+		if len(opts) > 0 {
+			if i, err = st.Info(ctx, opts...); err != nil {
+				return translate(err)
+			}
+		}
+		if !fromLeader(i) {
+			return errNotLeader
+		}
+		info = i
 		return nil
 	})
-	return last, err
+	return info, err
+}
+
+// fromLeader says whether stream information was given by a leader: a
+// replica of a leaderless stream names none.
+func fromLeader(i *jetstream.StreamInfo) bool {
+	return i.Cluster == nil || i.Cluster.Leader != ""
 }
 
 // nextAfter is the sequence of the first message matching filter after
@@ -123,15 +155,9 @@ func (c *Conn) nextAfter(ctx context.Context, stream, filter string, after uint6
 // subjects lists the subjects matching filter that hold a message (a
 // value or a delete marker), as the stream's leader knows them.
 func (c *Conn) subjects(ctx context.Context, stream, filter string) (map[string]uint64, error) {
-	ctx, cancel := bounded(ctx)
-	defer cancel()
-	st, err := c.js.Stream(ctx, stream)
+	info, err := c.leaderInfo(ctx, stream, jetstream.WithSubjectFilter(filter))
 	if err != nil {
-		return nil, translate(err)
-	}
-	info, err := st.Info(ctx, jetstream.WithSubjectFilter(filter))
-	if err != nil {
-		return nil, translate(err)
+		return nil, err
 	}
 	return info.State.Subjects, nil
 }
