@@ -15,6 +15,7 @@ import (
 
 	"github.com/homeostat/homeostat/client"
 	"github.com/homeostat/homeostat/clock"
+	"github.com/homeostat/homeostat/kubeconfig"
 	"github.com/homeostat/homeostat/testenv/tcpproxy"
 )
 
@@ -42,9 +43,11 @@ type cluster struct {
 
 	// scale runs on the simulated nodes; each NATS node loss rescales it,
 	// and how long the pods took to follow is measured.
-	scale    *rollout
-	mu       sync.Mutex
-	cls      map[string]*client.Client
+	scale *rollout
+	mu    sync.Mutex
+	cls   map[string]*client.Client
+	// httpc reaches the APIs as the admin of their kubeconfig.
+	httpc    *http.Client
 	acts     []actTime
 	actFails []string
 }
@@ -284,7 +287,8 @@ func (c *cluster) role(name string, args ...string) *proc {
 
 func (c *cluster) startRoles(ctx context.Context) error {
 	for i := range 2 {
-		api := c.role(fmt.Sprintf("api%d", i), "api", "--listen", "127.0.0.1:0")
+		// The replicas share one authority, made by the first to start.
+		api := c.role(fmt.Sprintf("api%d", i), "api", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(c.dir, "apidata"))
 		c.apis = append(c.apis, api)
 		c.ctrls = append(c.ctrls, c.role(fmt.Sprintf("controllers%d", i), "controllers", "--metrics-listen", "",
 			"--node-grace", "6s", "--evict-after", "20s"))
@@ -306,7 +310,7 @@ func (c *cluster) startRoles(ctx context.Context) error {
 		for {
 			b, _ := os.ReadFile(filepath.Join(c.dir, fmt.Sprintf("api%d.log", i)))
 			if m := apiServing.FindSubmatch(b); m != nil {
-				c.apiURLs = append(c.apiURLs, "http://"+string(m[1]))
+				c.apiURLs = append(c.apiURLs, "https://"+string(m[1]))
 				break
 			}
 			if time.Now().After(deadline) || !clock.Sleep(ctx, 50*time.Millisecond) {
@@ -314,8 +318,13 @@ func (c *cluster) startRoles(ctx context.Context) error {
 			}
 		}
 	}
+	target, err := kubeconfig.LoadTarget(filepath.Join(c.dir, "apidata", "admin.kubeconfig"))
+	if err != nil {
+		return err
+	}
+	c.httpc = target.HTTPClient()
 	for _, u := range c.apiURLs {
-		for !ready(ctx, u) {
+		for !ready(ctx, c.httpc, u) {
 			if time.Now().After(deadline) || !clock.Sleep(ctx, 100*time.Millisecond) {
 				return fmt.Errorf("api %s not ready", u)
 			}
@@ -330,7 +339,7 @@ func (c *cluster) client(i int) *client.Client {
 	defer c.mu.Unlock()
 	cl := c.cls[u]
 	if cl == nil {
-		cl = client.New(u, nil)
+		cl = client.New(u, c.httpc)
 		cl.SetReadRetry(0)
 		c.cls[u] = cl
 	}

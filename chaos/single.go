@@ -13,6 +13,7 @@ import (
 
 	"github.com/homeostat/homeostat/client"
 	"github.com/homeostat/homeostat/clock"
+	"github.com/homeostat/homeostat/kubeconfig"
 )
 
 // single is `homeostat up` in one process, restarted over its data
@@ -23,14 +24,16 @@ type single struct {
 	nodeName string
 	up       *proc
 
-	mu      sync.Mutex
-	api     string
-	nats    string
+	mu   sync.Mutex
+	api  string
+	nats string
+	// httpc reaches the API as the admin of the kubeconfig up wrote.
+	httpc   *http.Client
 	clients map[string]*client.Client
 }
 
 var (
-	apiLine  = regexp.MustCompile(`API:\s+(http://\S+)`)
+	apiLine  = regexp.MustCompile(`API:\s+(https://\S+)`)
 	natsLine = regexp.MustCompile(`NATS:\s+(nats://\S+)`)
 )
 
@@ -38,7 +41,7 @@ func startSingle(ctx context.Context, dir, bin string) (*single, error) {
 	s := &single{dir: dir, nodeName: runNodeName("chaos-", dir), clients: map[string]*client.Client{}}
 	s.up = newProc(dir, "up", bin, "up", "--data-dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0",
 		"--nats-listen", "127.0.0.1:0", "--node-name", s.nodeName, "--restart-backoff", "1s", "--log-level", "warn")
-	s.up.env = []string{"OTEL_TRACES_EXPORTER=", "HOMEOSTAT_SERVER="}
+	s.up.env = []string{"OTEL_TRACES_EXPORTER=", "HOMEOSTAT_SERVER=", "KUBECONFIG="}
 	if err := s.start(ctx); err != nil {
 		return nil, err
 	}
@@ -53,11 +56,18 @@ func (s *single) start(ctx context.Context) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		api, nats := s.addresses()
-		if api != "" && nats != "" && ready(ctx, api) {
-			s.mu.Lock()
-			s.api, s.nats = api, nats
-			s.mu.Unlock()
-			return nil
+		if api != "" && nats != "" {
+			// Written before the API's address is printed.
+			target, err := kubeconfig.LoadTarget(filepath.Join(s.dir, "data", "admin.kubeconfig"))
+			if err != nil {
+				return err
+			}
+			if hc := target.HTTPClient(); ready(ctx, hc, api) {
+				s.mu.Lock()
+				s.api, s.nats, s.httpc = api, nats, hc
+				s.mu.Unlock()
+				return nil
+			}
 		}
 		if !s.up.running() || time.Now().After(deadline) {
 			return fmt.Errorf("homeostat up did not become ready (see %s)", filepath.Join(s.dir, "up.log"))
@@ -87,11 +97,11 @@ func (s *single) addresses() (api, nats string) {
 	return api, nats
 }
 
-func ready(ctx context.Context, base string) bool {
+func ready(ctx context.Context, hc *http.Client, base string) bool {
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(rctx, http.MethodGet, base+"/readyz", nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return false
 	}
@@ -104,7 +114,7 @@ func (s *single) client(int) *client.Client {
 	defer s.mu.Unlock()
 	c := s.clients[s.api]
 	if c == nil {
-		c = client.New(s.api, nil)
+		c = client.New(s.api, s.httpc)
 		c.SetReadRetry(0) // the harness records answers as they come
 		s.clients[s.api] = c
 	}

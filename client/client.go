@@ -284,6 +284,25 @@ type Event struct {
 	Status *object.Status
 }
 
+// Stream opens a GET of path whose body streams (a log, a watch): the
+// caller reads and closes it. A non-200 answer is a Status error.
+func (c *Client) Stream(ctx context.Context, path string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach the Homeostat API at %s: %w", c.base, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return nil, statusError(resp.StatusCode, data)
+	}
+	return resp.Body, nil
+}
+
 // Watch streams events until ctx ends or the server closes the stream.
 // resourceVersion "" starts with the current objects.
 func (c *Client) Watch(ctx context.Context, res Resource, namespace, name string, opts ListOptions, resourceVersion string) (<-chan Event, error) {
@@ -300,24 +319,15 @@ func (c *Client) Watch(ctx context.Context, res Resource, namespace, name string
 	if opts.AllowWatchBookmarks {
 		q.Set("allowWatchBookmarks", "true")
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+res.Path(namespace, name)+"?"+q.Encode(), nil)
+	body, err := c.Stream(ctx, res.Path(namespace, name)+"?"+q.Encode())
 	if err != nil {
 		return nil, err
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("cannot reach the Homeostat API at %s: %w", c.base, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		defer resp.Body.Close()
-		data, _ := io.ReadAll(resp.Body)
-		return nil, statusError(resp.StatusCode, data)
 	}
 	ch := make(chan Event, 64)
 	go func() {
 		defer close(ch)
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
+		defer body.Close()
+		sc := bufio.NewScanner(body)
 		sc.Buffer(make([]byte, 0, 64*1024), 8*1024*1024)
 		for sc.Scan() {
 			var raw object.WatchEvent

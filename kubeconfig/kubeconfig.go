@@ -109,6 +109,15 @@ func Load(path string) (*Config, error) {
 	return &c, nil
 }
 
+// LoadTarget reads a file and resolves its current context.
+func LoadTarget(path string) (*Target, error) {
+	c, err := Load(path)
+	if err != nil {
+		return nil, err
+	}
+	return c.Target("")
+}
+
 // Write writes the file, readable by its owner only.
 func (c *Config) Write(path string) error {
 	if c.APIVersion == "" {

@@ -144,6 +144,9 @@ func createCA(certPath, keyPath string) (*Authority, error) {
 // CertPEM is the authority's certificate, for clients to trust.
 func (a *Authority) CertPEM() []byte { return a.certPEM }
 
+// Cert is the authority's certificate.
+func (a *Authority) Cert() *x509.Certificate { return a.cert }
+
 // Pool is a pool holding only the authority's certificate.
 func (a *Authority) Pool() *x509.CertPool {
 	p := x509.NewCertPool()

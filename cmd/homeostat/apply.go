@@ -94,7 +94,11 @@ func newApply(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return applyAll(cmd.Context(), g.client(), g.namespace, srcs, cmd.OutOrStdout())
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			return applyAll(cmd.Context(), c, g.namespace, srcs, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringSliceVarP(&files, "filename", "f", nil, "manifest file, directory, or - for stdin")

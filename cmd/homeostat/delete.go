@@ -19,7 +19,10 @@ func newDelete(g *globals) *cobra.Command {
 		Short: "Delete objects by kind and name, or those a manifest describes",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			c := g.client()
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
 			opts := client.DeleteOptions{}
 			switch cascade {
 			case "background":

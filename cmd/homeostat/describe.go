@@ -24,7 +24,10 @@ func newDescribe(g *globals) *cobra.Command {
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			c := g.client()
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
 			kind, names := splitKindName(args)
 			if len(names) == 0 {
 				return fmt.Errorf("describe needs a name: describe %s NAME", kind)

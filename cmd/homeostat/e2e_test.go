@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homeostat/homeostat/kubeconfig"
 	"github.com/homeostat/homeostat/testenv/poll"
 )
 
@@ -55,8 +56,11 @@ type server struct {
 	cmd  *exec.Cmd
 	url  string
 	nats string
-	out  *syncBuffer
-	done chan error
+	// kubeconfig is the admin kubeconfig up wrote; http a client of it.
+	kubeconfig string
+	http       *http.Client
+	out        *syncBuffer
+	done       chan error
 }
 
 type syncBuffer struct {
@@ -76,7 +80,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-var apiLine = regexp.MustCompile(`API:\s+(http://\S+)`)
+var apiLine = regexp.MustCompile(`API:\s+(https?://\S+)`)
 var natsLine = regexp.MustCompile(`NATS:\s+(nats://\S+)`)
 
 // nodeName gives each data directory a node name of its own, so that no
@@ -90,13 +94,21 @@ func nodeName(dataDir string) string {
 
 func startUp(t *testing.T, dataDir string, extra ...string) *server {
 	t.Helper()
-	args := []string{"up", "--data-dir", dataDir, "--listen", "127.0.0.1:0", "--nats-listen", "127.0.0.1:0"}
+	return startUpWith(t, dataDir, nil, append([]string{"--data-dir", dataDir}, extra...)...)
+}
+
+// startUpWith starts up with more environment; dataDir is where it keeps
+// its data, whether or not args name it.
+func startUpWith(t *testing.T, dataDir string, env []string, extra ...string) *server {
+	t.Helper()
+	args := []string{"up", "--listen", "127.0.0.1:0", "--nats-listen", "127.0.0.1:0"}
 	if !slices.Contains(extra, "--node-name") {
 		args = append(args, "--node-name", nodeName(dataDir))
 	}
 	args = append(args, extra...)
 	cmd := exec.Command(binary(t), args...)
-	cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=", "HOMEOSTAT_SERVER=")
+	cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=", "HOMEOSTAT_SERVER=", "KUBECONFIG=")
+	cmd.Env = append(cmd.Env, env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -126,6 +138,10 @@ func startUp(t *testing.T, dataDir string, extra ...string) *server {
 	select {
 	case u := <-urls:
 		s.url, s.nats = u[0], u[1]
+		s.http = http.DefaultClient
+		if strings.HasPrefix(s.url, "https://") {
+			s.kubeconfig, s.http = adminOf(t, dataDir)
+		}
 	case err := <-s.done:
 		t.Fatalf("homeostat up exited: %v\n%s", err, s.out)
 	case <-time.After(30 * time.Second):
@@ -137,11 +153,30 @@ func startUp(t *testing.T, dataDir string, extra ...string) *server {
 	return s
 }
 
+// adminOf reads the admin kubeconfig that up wrote in dataDir.
+func adminOf(t *testing.T, dataDir string) (string, *http.Client) {
+	t.Helper()
+	path := filepath.Join(dataDir, "admin.kubeconfig")
+	target, err := kubeconfig.LoadTarget(path)
+	if err != nil {
+		t.Fatalf("up wrote no usable kubeconfig: %v", err)
+	}
+	return path, target.HTTPClient()
+}
+
+// flags make a client verb reach the server as its admin.
+func (s *server) flags() []string {
+	if s.kubeconfig == "" {
+		return []string{"--server", s.url}
+	}
+	return []string{"--kubeconfig", s.kubeconfig, "--server", s.url}
+}
+
 func (s *server) waitReady() {
 	s.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get(s.url + "/readyz")
+		resp, err := s.http.Get(s.url + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -176,7 +211,7 @@ func (s *server) stop() {
 func (s *server) run(stdin string, args ...string) (string, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(s.t), append([]string{"--server", s.url}, args...)...)
+	cmd := exec.CommandContext(ctx, binary(s.t), append(s.flags(), args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -251,7 +286,7 @@ func TestBinaryUpApplyGetDelete(t *testing.T) {
 	}
 	// The process serves its metrics: queues, reconciles, informers.
 	poll.Until(t, "controller metrics", 15*time.Second, func() bool {
-		resp, err := http.Get(s.url + "/metrics")
+		resp, err := s.http.Get(s.url + "/metrics")
 		if err != nil {
 			return false
 		}
@@ -302,7 +337,7 @@ func TestBinaryUpApplyGetDelete(t *testing.T) {
 // get -w) and returns what it has printed so far.
 func startBackground(t *testing.T, s *server, args ...string) func() string {
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, binary(t), append([]string{"--server", s.url}, args...)...)
+	cmd := exec.CommandContext(ctx, binary(t), append(s.flags(), args...)...)
 	out := &syncBuffer{}
 	cmd.Stdout = out
 	if err := cmd.Start(); err != nil {

@@ -65,7 +65,10 @@ func runGet(ctx context.Context, g *globals, o *getOptions, args []string, out i
 	default:
 		return fmt.Errorf("--output must be wide, yaml, json or name, not %q", o.output)
 	}
-	c := g.client()
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
 	kind, names := splitKindName(args)
 	if kinds := strings.Split(kind, ","); len(kinds) > 1 {
 		// kubectl's "get deploy,rs,pods": one table after another.
@@ -269,7 +272,11 @@ func newAPIResources(g *globals) *cobra.Command {
 		Short: "List the kinds the server serves, custom ones included",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			all, err := g.client().Resources(cmd.Context())
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			all, err := c.Resources(cmd.Context())
 			if err != nil {
 				return err
 			}

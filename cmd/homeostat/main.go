@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -50,12 +49,4 @@ func printError(err error) {
 		return
 	}
 	fmt.Fprintf(os.Stderr, "Error: %v\n", err)
-}
-
-func statusFromBody(code int, data []byte) error {
-	var st object.Status
-	if err := json.Unmarshal(data, &st); err != nil || st.Kind != "Status" {
-		return fmt.Errorf("HTTP %d: %s", code, data)
-	}
-	return &st
 }

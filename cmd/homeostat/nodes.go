@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/client"
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/services/nodeagent"
 	"github.com/homeostat/homeostat/services/nodeagent/process"
@@ -242,7 +243,10 @@ func newLogs(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := strings.TrimPrefix(strings.TrimPrefix(args[0], "pod/"), "pods/")
-			c := g.client()
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
 			res, err := c.ResourceFor(cmd.Context(), "pods")
 			if err != nil {
 				return err
@@ -260,7 +264,7 @@ func newLogs(g *globals) *cobra.Command {
 			if tail > 0 {
 				q.Set("tailLines", fmt.Sprint(tail))
 			}
-			return streamFrom(cmd.Context(), c.Server()+res.Path(g.namespace, name)+"/log?"+q.Encode(), cmd.OutOrStdout())
+			return streamFrom(cmd.Context(), c, res.Path(g.namespace, name)+"/log?"+q.Encode(), cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVarP(&container, "container", "c", "", "container name (needed when the pod has several)")
@@ -270,21 +274,13 @@ func newLogs(g *globals) *cobra.Command {
 	return cmd
 }
 
-func streamFrom(ctx context.Context, u string, out io.Writer) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+func streamFrom(ctx context.Context, c *client.Client, path string, out io.Writer) error {
+	body, err := c.Stream(ctx, path)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("cannot reach the Homeostat API: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		data, _ := io.ReadAll(resp.Body)
-		return statusFromBody(resp.StatusCode, data)
-	}
-	_, err = io.Copy(out, resp.Body)
+	defer body.Close()
+	_, err = io.Copy(out, body)
 	if ctx.Err() != nil {
 		return nil
 	}

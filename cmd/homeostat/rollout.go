@@ -45,7 +45,10 @@ func newRollout(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c := g.client()
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
 			res, err := c.ResourceFor(cmd.Context(), "deployments.apps")
 			if err != nil {
 				return err
@@ -247,7 +250,10 @@ func newScale(g *globals) *cobra.Command {
 			if len(names) == 0 {
 				return errors.New("name what to scale: deployment/NAME")
 			}
-			c := g.client()
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
 			res, err := resolveKind(cmd.Context(), c, kind)
 			if err != nil {
 				return err

@@ -1,34 +1,56 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/homeostat/homeostat/client"
+	"github.com/homeostat/homeostat/kubeconfig"
 )
 
-// DefaultServer is where client verbs look for the API without --server
-// or HOMEOSTAT_SERVER; `homeostat up` listens there by default.
-const DefaultServer = "http://127.0.0.1:6440"
-
 type globals struct {
-	server    string
-	namespace string
-	logLevel  string
+	server     string
+	kubeconfig string
+	context    string
+	namespace  string
+	logLevel   string
 }
 
-func (g *globals) client() *client.Client {
-	s := g.server
-	if s == "" {
-		s = os.Getenv("HOMEOSTAT_SERVER")
+// client is an API client for the client verbs: the server, authority and
+// credentials of a kubeconfig (--kubeconfig, else the first of $KUBECONFIG
+// that exists, else the one `up` writes in the default data directory),
+// with --server or $HOMEOSTAT_SERVER overriding its server.
+func (g *globals) client() (*client.Client, error) {
+	server := g.server
+	if server == "" {
+		server = os.Getenv("HOMEOSTAT_SERVER")
 	}
-	if s == "" {
-		s = DefaultServer
+	path := kubeconfig.Locate(g.kubeconfig, os.Getenv("KUBECONFIG"), filepath.Join(defaultDataDir(), adminKubeconfig))
+	cfg, err := kubeconfig.Load(path)
+	switch {
+	case errors.Is(err, kubeconfig.ErrNotFound) && g.kubeconfig == "":
+		if server == "" {
+			return nil, fmt.Errorf("no kubeconfig at %s: start `homeostat up` (it writes one there), or pass --kubeconfig or set $KUBECONFIG", path)
+		}
+		// A plaintext API, or one that will answer 401.
+		return client.New(server, nil), nil
+	case err != nil:
+		return nil, err
 	}
-	return client.New(s, nil)
+	target, err := cfg.Target(g.context)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if server == "" {
+		server = target.Server
+	}
+	return client.New(server, target.HTTPClient()), nil
 }
 
 func (g *globals) logger() *slog.Logger {
@@ -53,7 +75,9 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.server, "server", "", "API server URL (default $HOMEOSTAT_SERVER or "+DefaultServer+")")
+	pf.StringVar(&g.server, "server", "", "API server URL (default $HOMEOSTAT_SERVER, else the kubeconfig's)")
+	pf.StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig file with the server and credentials (default: the first of $KUBECONFIG, else admin.kubeconfig in the default data directory, which up writes)")
+	pf.StringVar(&g.context, "context", "", "kubeconfig context to use (default: its current context)")
 	pf.StringVarP(&g.namespace, "namespace", "n", "default", "namespace of the objects")
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level of server roles: debug, info, warn, error")
 	root.AddCommand(

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/homeostat/homeostat/bus"
-	"github.com/homeostat/homeostat/services/api"
 	"github.com/homeostat/homeostat/tracing"
 )
 
@@ -82,7 +81,8 @@ func withTracing(ctx context.Context, service string, fn func() error) error {
 
 func newAPI(g *globals) *cobra.Command {
 	var bf busFlags
-	var listen string
+	var sf secureFlags
+	var listen, dataDir string
 	cmd := &cobra.Command{
 		Use:   "api",
 		Short: "Run the HTTP API against an external NATS deployment",
@@ -96,16 +96,19 @@ func newAPI(g *globals) *cobra.Command {
 					return err
 				}
 				defer conn.Close()
-				svc, err := api.New(api.Config{Bus: conn, Listen: listen, Logger: log, Extra: metricsHandlers(), InsecurePlaintext: true})
+				a, err := sf.serveAPI(conn, log, listen, dataDir)
 				if err != nil {
 					return err
 				}
-				return svc.Run(ctx)
+				log.Info("api", "url", a.url, "kubeconfig", a.kubeconfig)
+				return a.svc.Run(ctx)
 			})
 		},
 	}
 	bf.register(cmd.Flags())
-	cmd.Flags().StringVar(&listen, "listen", "0.0.0.0:6440", "address the API listens on")
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:6440", "address the API listens on")
+	cmd.Flags().StringVar(&dataDir, "data-dir", defaultDataDir(), "directory of the API's certificate authority and admin kubeconfig; replicas share it")
+	sf.register(cmd.Flags())
 	return cmd
 }
 

@@ -25,7 +25,10 @@ for an object you applied, the apply and everything it set in motion.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			c := g.client()
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
 			id, err := traceIDOf(ctx, c, g.namespace, args[0])
 			if err != nil {
 				return err

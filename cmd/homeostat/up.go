@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/homeostat/homeostat/bus"
-	"github.com/homeostat/homeostat/services/api"
 	"github.com/homeostat/homeostat/services/controllers"
 	"github.com/homeostat/homeostat/services/scheduler"
 	"github.com/homeostat/homeostat/tracing"
@@ -29,6 +28,7 @@ type upOptions struct {
 	record     bool
 	keepPods   bool
 	agent      agentOptions
+	secure     secureFlags
 }
 
 func defaultDataDir() string {
@@ -66,6 +66,7 @@ func newUp(g *globals) *cobra.Command {
 	f.IntVar(&o.agent.simulate, "simulate", 0, "host this many simulated nodes instead of the real one")
 	f.DurationVar(&o.agent.simDelay, "simulate-delay", 0, "how long a simulated pod takes to report Running")
 	f.StringVar(&o.fsync, "fsync", "interval", "when JetStream syncs writes to disk: interval (fast; a killed process loses nothing, a power cut may lose the last seconds) or always (survives power loss, about 5x slower writes)")
+	o.secure.register(f)
 	return cmd
 }
 
@@ -103,18 +104,15 @@ func runUp(ctx context.Context, g *globals, o *upOptions) error {
 		}
 		tracing.Record("homeostat", sink)
 	}
-	ln, err := net.Listen("tcp", o.listen)
+	served, err := o.secure.serveAPI(conn, log, o.listen, o.dataDir)
 	if err != nil {
-		return fmt.Errorf("--listen: %w", err)
-	}
-	apiSvc, err := api.New(api.Config{Bus: conn, Listener: ln, Logger: log, Extra: metricsHandlers(), InsecurePlaintext: true})
-	if err != nil {
-		ln.Close()
 		return err
 	}
-	server := "http://" + ln.Addr().String()
-	fmt.Printf("Homeostat is up.\n  API:  %s   (export HOMEOSTAT_SERVER=%s)\n  NATS: %s\n  Data: %s\nPress Ctrl-C to stop.\n",
-		server, server, conn.ClientURL(), o.dataDir)
+	fmt.Printf("Homeostat is up.\n  API:  %s\n", served.url)
+	if served.kubeconfig != "" {
+		fmt.Printf("  Kubeconfig: %s (export KUBECONFIG=%s for kubectl)\n", served.kubeconfig, served.kubeconfig)
+	}
+	fmt.Printf("  NATS: %s\n  Data: %s\nPress Ctrl-C to stop.\n", conn.ClientURL(), o.dataDir)
 	// The in-process scheduler and controllers are the same replica across
 	// restarts over one data directory, so that they take their own lease
 	// and claims back at once.
@@ -130,7 +128,7 @@ func runUp(ctx context.Context, g *globals, o *upOptions) error {
 	if err != nil {
 		return err
 	}
-	runs := []func(context.Context) error{apiSvc.Run, ctrl.Run, sched.Run}
+	runs := []func(context.Context) error{served.svc.Run, ctrl.Run, sched.Run}
 	if !o.noAgent {
 		a := o.agent
 		a.dataDir = filepath.Join(o.dataDir, "agent")

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/kubeconfig"
+	"github.com/homeostat/homeostat/pki"
+	"github.com/homeostat/homeostat/services/api"
+)
+
+// adminKubeconfig is the file, in a data directory, that holds the admin
+// identity; the CLI reads the one in the default data directory when
+// neither --kubeconfig nor $KUBECONFIG says otherwise.
+const adminKubeconfig = "admin.kubeconfig"
+
+// secureFlags say how the API is secured.
+type secureFlags struct {
+	plaintext bool
+	sans      []string
+}
+
+func (s *secureFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&s.plaintext, "insecure-plaintext", false, "UNSAFE: serve plain HTTP and authenticate no one, so that anyone who reaches the port may do anything (for tests only)")
+	fs.StringSliceVar(&s.sans, "tls-san", nil, "more host names or addresses for the API's serving certificate (127.0.0.1, localhost and the host name are always in it)")
+}
+
+// apply secures cfg for an API listening on addr with the authority kept
+// in dataDir (made on first start), and writes the admin kubeconfig
+// there; it returns the kubeconfig's path, or "" when plaintext.
+func (s *secureFlags) apply(cfg *api.Config, dataDir string, addr net.Addr) (string, error) {
+	if s.plaintext {
+		fmt.Fprintln(os.Stderr, "WARNING: --insecure-plaintext: the API serves plain HTTP and authenticates no one; anyone who reaches it may do anything.")
+		cfg.InsecurePlaintext = true
+		return "", nil
+	}
+	dir := filepath.Join(dataDir, "pki")
+	ca, err := pki.LoadOrCreateCA(dir)
+	if err != nil {
+		return "", err
+	}
+	host, port, _ := net.SplitHostPort(addr.String())
+	hosts := []string{"127.0.0.1", "localhost"}
+	if h, err := os.Hostname(); err == nil {
+		hosts = append(hosts, strings.ToLower(h))
+	}
+	if ip := net.ParseIP(host); ip != nil && !ip.IsUnspecified() {
+		hosts = append(hosts, host)
+	}
+	hosts = append(hosts, s.sans...)
+	serving, err := pki.NewServing(ca, pki.ServingOptions{Dir: dir, Name: "api", Hosts: hosts})
+	if err != nil {
+		return "", err
+	}
+	cfg.TLS = &tls.Config{GetCertificate: serving.GetCertificate, ClientCAs: ca.Pool(), MinVersion: tls.VersionTLS12}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	path := filepath.Join(dataDir, adminKubeconfig)
+	return path, writeAdminKubeconfig(ca, path, "https://"+net.JoinHostPort(host, port))
+}
+
+// writeAdminKubeconfig writes a kubeconfig for the admin identity (in
+// system:masters) at path, issuing the identity again when the file holds
+// none for this authority and server, or one due for renewal.
+func writeAdminKubeconfig(ca *pki.Authority, path, server string) error {
+	if old, err := kubeconfig.Load(path); err == nil && adminCurrent(old, ca, server) {
+		return nil
+	}
+	is, err := ca.Issue(pki.Request{CommonName: "admin", Organizations: []string{api.GroupMasters}, Usage: pki.ClientAuth, Lifetime: pki.ClientLifetime})
+	if err != nil {
+		return err
+	}
+	cfg := &kubeconfig.Config{
+		Clusters:       []kubeconfig.NamedCluster{{Name: "homeostat", Cluster: kubeconfig.Cluster{Server: server, CertificateAuthorityData: ca.CertPEM()}}},
+		Users:          []kubeconfig.NamedUser{{Name: "admin", User: kubeconfig.User{ClientCertificateData: is.CertPEM, ClientKeyData: is.KeyPEM}}},
+		Contexts:       []kubeconfig.NamedContext{{Name: "homeostat", Context: kubeconfig.Context{Cluster: "homeostat", User: "admin", Namespace: "default"}}},
+		CurrentContext: "homeostat",
+	}
+	return cfg.Write(path)
+}
+
+// adminCurrent says whether a kubeconfig already holds a usable admin
+// identity of ca for server.
+func adminCurrent(c *kubeconfig.Config, ca *pki.Authority, server string) bool {
+	if len(c.Clusters) != 1 || len(c.Users) != 1 || c.Clusters[0].Cluster.Server != server ||
+		string(c.Clusters[0].Cluster.CertificateAuthorityData) != string(ca.CertPEM()) {
+		return false
+	}
+	pair, err := pki.ParsePair(c.Users[0].User.ClientCertificateData, c.Users[0].User.ClientKeyData)
+	return err == nil && pair.Cert.CheckSignatureFrom(ca.Cert()) == nil && !pki.Due(pair.Cert, time.Now())
+}
+
+// servedAPI is an API service listening, and how a client reaches it.
+type servedAPI struct {
+	svc        *api.Service
+	url        string
+	kubeconfig string // "" when plaintext
+}
+
+// serveAPI listens on listen and builds the API over conn, secured as the
+// flags say with the authority kept in dataDir.
+func (s *secureFlags) serveAPI(conn *bus.Conn, log *slog.Logger, listen, dataDir string) (*servedAPI, error) {
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("--listen: %w", err)
+	}
+	cfg := api.Config{Bus: conn, Listener: ln, Logger: log, Extra: metricsHandlers()}
+	kc, err := s.apply(&cfg, dataDir, ln.Addr())
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	svc, err := api.New(cfg)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return &servedAPI{svc: svc, url: apiURL(cfg, ln.Addr()), kubeconfig: kc}, nil
+}
+
+// apiURL is the URL an API configured by cfg answers on at addr.
+func apiURL(cfg api.Config, addr net.Addr) string {
+	if cfg.TLS == nil {
+		return "http://" + addr.String()
+	}
+	return "https://" + addr.String()
+}
