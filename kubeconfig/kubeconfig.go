@@ -148,34 +148,11 @@ type Target struct {
 
 // Target resolves a context (the current one when name is empty).
 func (c *Config) Target(name string) (*Target, error) {
-	if name == "" {
-		name = c.CurrentContext
-	}
-	var ctx *Context
-	for i := range c.Contexts {
-		if c.Contexts[i].Name == name {
-			ctx = &c.Contexts[i].Context
-		}
-	}
-	if ctx == nil {
-		return nil, fmt.Errorf("kubeconfig: no context %q", name)
-	}
-	var cl *Cluster
-	for i := range c.Clusters {
-		if c.Clusters[i].Name == ctx.Cluster {
-			cl = &c.Clusters[i].Cluster
-		}
-	}
-	if cl == nil {
-		return nil, fmt.Errorf("kubeconfig: context %q names no cluster %q", name, ctx.Cluster)
+	name, ctx, cl, u, err := c.resolve(name)
+	if err != nil {
+		return nil, err
 	}
 	t := &Target{Server: cl.Server, Namespace: ctx.Namespace}
-	var u User
-	for i := range c.Users {
-		if c.Users[i].Name == ctx.User {
-			u = c.Users[i].User
-		}
-	}
 	if strings.HasPrefix(cl.Server, "https://") {
 		cfg, err := c.tlsConfig(cl, &u)
 		if err != nil {
@@ -192,6 +169,62 @@ func (c *Config) Target(name string) (*Target, error) {
 		t.Token = strings.TrimSpace(string(b))
 	}
 	return t, nil
+}
+
+// resolve finds a context (the current one when name is empty), its
+// cluster and its user.
+func (c *Config) resolve(name string) (string, *Context, *Cluster, User, error) {
+	if name == "" {
+		name = c.CurrentContext
+	}
+	var ctx *Context
+	for i := range c.Contexts {
+		if c.Contexts[i].Name == name {
+			ctx = &c.Contexts[i].Context
+		}
+	}
+	if ctx == nil {
+		return name, nil, nil, User{}, fmt.Errorf("kubeconfig: no context %q", name)
+	}
+	var cl *Cluster
+	for i := range c.Clusters {
+		if c.Clusters[i].Name == ctx.Cluster {
+			cl = &c.Clusters[i].Cluster
+		}
+	}
+	if cl == nil {
+		return name, nil, nil, User{}, fmt.Errorf("kubeconfig: context %q names no cluster %q", name, ctx.Cluster)
+	}
+	var u User
+	for i := range c.Users {
+		if c.Users[i].Name == ctx.User {
+			u = c.Users[i].User
+		}
+	}
+	return name, ctx, cl, u, nil
+}
+
+// WithToken is a self-contained kubeconfig for the cluster of a context
+// (the current one when context is empty), its authority inlined, with
+// one user who presents a bearer token.
+func (c *Config) WithToken(context, user, token string) (*Config, error) {
+	_, ctx, cl, _, err := c.resolve(context)
+	if err != nil {
+		return nil, err
+	}
+	out := *cl
+	if out.CertificateAuthority != "" {
+		if out.CertificateAuthorityData, err = c.data(nil, out.CertificateAuthority); err != nil {
+			return nil, err
+		}
+		out.CertificateAuthority = ""
+	}
+	return &Config{
+		Clusters:       []NamedCluster{{Name: ctx.Cluster, Cluster: out}},
+		Users:          []NamedUser{{Name: user, User: User{Token: token}}},
+		Contexts:       []NamedContext{{Name: user, Context: Context{Cluster: ctx.Cluster, User: user, Namespace: ctx.Namespace}}},
+		CurrentContext: user,
+	}, nil
 }
 
 func (c *Config) tlsConfig(cl *Cluster, u *User) (*tls.Config, error) {

@@ -107,20 +107,48 @@ func TestTargetReachesTheServerAsItsUser(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			resp, err := target.HTTPClient().Get(target.Server)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if string(b) != tc.want {
-				t.Fatalf("the server saw %q, want %q", b, tc.want)
+			if got := seenAs(t, target); got != tc.want {
+				t.Fatalf("the server saw %q, want %q", got, tc.want)
 			}
 		})
 	}
 	if got, _ := inline.Target(""); got.Namespace != "dev" {
 		t.Errorf("namespace %q, want dev", got.Namespace)
 	}
+
+	// A kubeconfig for the same cluster with a token, written elsewhere,
+	// carries the authority with it.
+	loaded, err := kubeconfig.Load(filepath.Join(dir, "files.kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokcfg, err := loaded.WithToken("", "ci", "t0k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "ci.kubeconfig")
+	if err := tokcfg.Write(path); err != nil {
+		t.Fatal(err)
+	}
+	target, err := kubeconfig.LoadTarget(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := seenAs(t, target); got != "Bearer t0k" {
+		t.Fatalf("with the token's kubeconfig the server saw %q", got)
+	}
+}
+
+// seenAs is who the test server says a target's client is.
+func seenAs(t *testing.T, target *kubeconfig.Target) string {
+	t.Helper()
+	resp, err := target.HTTPClient().Get(target.Server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
 
 func TestLoadErrors(t *testing.T) {

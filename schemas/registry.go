@@ -75,11 +75,13 @@ var builtins = []builtin{
 	{"", "v1", "Node", "nodes", "node.yaml", []string{"no"}, false},
 	{"", "v1", "Pod", "pods", "pod.yaml", []string{"po"}, true},
 	{"", "v1", "Event", "events", "event.yaml", []string{"ev"}, true},
+	{"", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount.yaml", []string{"sa"}, true},
 	{"apps", "v1", "ReplicaSet", "replicasets", "replicaset.yaml", []string{"rs"}, true},
 	{"apps", "v1", "Deployment", "deployments", "deployment.yaml", []string{"deploy"}, true},
 	{"apps", "v1", "DaemonSet", "daemonsets", "daemonset.yaml", []string{"ds"}, true},
 	{"batch", "v1", "Job", "jobs", "job.yaml", nil, true},
 	{"homeostat.io", "v1", "ResourceDefinition", "resourcedefinitions", "resourcedefinition.yaml", []string{"rd", "rds"}, false},
+	{"homeostat.io", "v1", "Token", "tokens", "token.yaml", nil, true},
 }
 
 // Registry maps paths and kinds to Resources. It is safe for concurrent use.

@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/homeostat/homeostat/kubeconfig"
 	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/testenv/poll"
 )
 
 // TestFirstStartIsSecure: up with nothing configured serves HTTPS only,
@@ -106,5 +108,50 @@ func TestNoKubeconfigSaysWhere(t *testing.T) {
 	want := "no kubeconfig at " + filepath.Join(home, "homeostat", "admin.kubeconfig")
 	if err == nil || !strings.Contains(string(out), want) {
 		t.Fatalf("get pods with no kubeconfig: %v\n%s\nwant it to say %q", err, out, want)
+	}
+}
+
+// TestServiceAccountTokens: a ServiceAccount's token, printed once by
+// `token create`, names the account through --token and through the
+// kubeconfig `--write-kubeconfig` writes, until it is revoked.
+func TestServiceAccountTokens(t *testing.T) {
+	s := startUp(t, t.TempDir(), "--no-agent")
+	s.must("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: ci}\n", "apply", "-f", "-")
+	tok := strings.TrimSpace(s.must("", "token", "create", "ci", "--ttl", "20m"))
+	if !strings.HasPrefix(tok, "hst_default_ci-") {
+		t.Fatalf("token create printed %q", tok)
+	}
+	who := s.must("", "auth", "whoami", "--token", tok)
+	if !strings.Contains(who, "Username: system:serviceaccount:default:ci") || !strings.Contains(who, "system:serviceaccounts:default") {
+		t.Fatalf("whoami with the token:\n%s", who)
+	}
+	if who := s.must("", "auth", "whoami"); !strings.Contains(who, "Username: admin") {
+		t.Fatalf("whoami as the admin:\n%s", who)
+	}
+
+	file := filepath.Join(t.TempDir(), "ci.kubeconfig")
+	if _, errOut, err := s.run("", "token", "create", "ci", "--write-kubeconfig", file); err != nil || !strings.Contains(errOut, "wrote "+file) {
+		t.Fatalf("token create --write-kubeconfig: %v\n%s", err, errOut)
+	}
+	cmd := exec.Command(binary(t), "--kubeconfig", file, "auth", "whoami")
+	cmd.Env = append(os.Environ(), "HOMEOSTAT_SERVER=", "KUBECONFIG=")
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "system:serviceaccount:default:ci") {
+		t.Fatalf("whoami through the written kubeconfig: %v\n%s", err, out)
+	}
+
+	if out := s.must("", "token", "revoke", tok); !strings.Contains(out, "revoked") {
+		t.Fatalf("token revoke: %s", out)
+	}
+	poll.Until(t, "the revoked token refused", 15*time.Second, func() bool {
+		_, errOut, err := s.run("", "auth", "whoami", "--token", tok)
+		return err != nil && strings.Contains(errOut, "revoked")
+	})
+
+	_, errOut, err := s.run("", "token", "create", "nobody")
+	if err == nil || !strings.Contains(errOut, "create the account first") {
+		t.Fatalf("token create for a missing account: %v\n%s", err, errOut)
+	}
+	if _, errOut, err := s.run("", "token", "create", "ci", "--ttl", "1m"); err == nil || !strings.Contains(errOut, "at least 10m") {
+		t.Fatalf("token create --ttl 1m: %v\n%s", err, errOut)
 	}
 }

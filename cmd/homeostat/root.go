@@ -20,6 +20,7 @@ type globals struct {
 	context    string
 	namespace  string
 	logLevel   string
+	token      string
 }
 
 // client is an API client for the client verbs: the server, authority and
@@ -31,27 +32,60 @@ func (g *globals) client() (*client.Client, error) {
 	if server == "" {
 		server = os.Getenv("HOMEOSTAT_SERVER")
 	}
-	path := kubeconfig.Locate(g.kubeconfig, os.Getenv("KUBECONFIG"), filepath.Join(defaultDataDir(), adminKubeconfig))
-	cfg, err := kubeconfig.Load(path)
+	cfg, err := g.config()
 	switch {
-	case errors.Is(err, kubeconfig.ErrNotFound) && g.kubeconfig == "":
-		if server == "" {
-			return nil, fmt.Errorf("no kubeconfig at %s: start `homeostat up` (it writes one there), or pass --kubeconfig or set $KUBECONFIG", path)
-		}
-		// A plaintext API, or one that will answer 401.
-		return client.New(server, nil), nil
+	case errors.Is(err, kubeconfig.ErrNotFound) && g.kubeconfig == "" && server != "":
+		// A plaintext API, or one that will answer 401 but to a token.
+		return client.New(server, (&kubeconfig.Target{Token: g.token}).HTTPClient()), nil
 	case err != nil:
 		return nil, err
 	}
 	target, err := cfg.Target(g.context)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	if server == "" {
 		server = target.Server
 	}
+	if g.token != "" {
+		// The token is who the requests are: the kubeconfig's own
+		// credentials stay home.
+		target.Token = g.token
+		if target.TLS != nil {
+			target.TLS = target.TLS.Clone()
+			target.TLS.Certificates, target.TLS.GetClientCertificate = nil, nil
+		}
+	}
 	return client.New(server, target.HTTPClient()), nil
 }
+
+// config is the kubeconfig the client verbs read: --kubeconfig, else the
+// first of $KUBECONFIG that exists, else the one `up` writes in the
+// default data directory.
+func (g *globals) config() (*kubeconfig.Config, error) {
+	path := kubeconfig.Locate(g.kubeconfig, os.Getenv("KUBECONFIG"), filepath.Join(defaultDataDir(), adminKubeconfig))
+	cfg, err := kubeconfig.Load(path)
+	if errors.Is(err, kubeconfig.ErrNotFound) && g.kubeconfig == "" {
+		return nil, noKubeconfig{path}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, err := cfg.Target(g.context); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// noKubeconfig is the error of a client verb that found no kubeconfig
+// where it looks by default.
+type noKubeconfig struct{ path string }
+
+func (e noKubeconfig) Error() string {
+	return fmt.Sprintf("no kubeconfig at %s: start `homeostat up` (it writes one there), or pass --kubeconfig or set $KUBECONFIG", e.path)
+}
+
+func (e noKubeconfig) Unwrap() error { return kubeconfig.ErrNotFound }
 
 func (g *globals) logger() *slog.Logger {
 	var lvl slog.Level
@@ -79,11 +113,13 @@ func newRoot() *cobra.Command {
 	pf.StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig file with the server and credentials (default: the first of $KUBECONFIG, else admin.kubeconfig in the default data directory, which up writes)")
 	pf.StringVar(&g.context, "context", "", "kubeconfig context to use (default: its current context)")
 	pf.StringVarP(&g.namespace, "namespace", "n", "default", "namespace of the objects")
+	pf.StringVar(&g.token, "token", "", "bearer token to present instead of the kubeconfig's credentials")
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level of server roles: debug, info, warn, error")
 	root.AddCommand(
 		newUp(g), newAPI(g), newControllers(g), newScheduler(g), newNodeAgent(g), newDemo(),
 		newApply(g), newGet(g), newDescribe(g), newDelete(g), newAPIResources(g),
 		newRollout(g), newScale(g), newLogs(g), newBench(), newTrace(g),
+		newToken(g), newAuth(g),
 	)
 	return root
 }

@@ -63,7 +63,19 @@ func check(ref *resourceRef, o *object.Object) (*object.Object, *apiError) {
 		return nil, e
 	}
 	ref.res.Default(doc)
-	if err := ref.res.Validate(doc); err != nil {
+	// A name still to be generated is checked as the store will make it:
+	// generateName and five characters more.
+	md, _ := doc["metadata"].(map[string]any)
+	gen, _ := md["generateName"].(string)
+	generate := gen != "" && md["name"] == ""
+	if generate {
+		md["name"] = gen + "bbbbb"
+	}
+	err := ref.res.Validate(doc)
+	if generate {
+		md["name"] = ""
+	}
+	if err != nil {
 		var inv *schemas.Invalid
 		if errors.As(err, &inv) {
 			return nil, invalid(ref, inv)

@@ -178,3 +178,26 @@ func TestDiscovery(t *testing.T) {
 		}
 	}
 }
+
+// A create with generateName and no name gets a name the store makes,
+// a new one each time, and is validated as that name.
+func TestGenerateName(t *testing.T) {
+	base := startAPI(t, conn(t))
+	names := map[string]bool{}
+	for range 2 {
+		r := call(t, "POST", base+"/api/v1/namespaces/default/serviceaccounts", "application/json", `{"metadata":{"generateName":"bot-"}}`)
+		mustCode(t, r, 201, "")
+		if !strings.HasPrefix(r.obj.Metadata.Name, "bot-") || len(r.obj.Metadata.Name) != len("bot-")+5 {
+			t.Fatalf("generated name %q", r.obj.Metadata.Name)
+		}
+		names[r.obj.Metadata.Name] = true
+	}
+	if len(names) != 2 {
+		t.Fatalf("two creates made %v", names)
+	}
+	r := call(t, "POST", base+"/api/v1/namespaces/default/serviceaccounts", "application/json", `{"metadata":{"generateName":"Bad_"}}`)
+	mustCode(t, r, 422, "Invalid")
+	if !strings.Contains(r.status.Message, "metadata.generateName") {
+		t.Fatalf("a bad generateName: %s", r.body)
+	}
+}

@@ -3,9 +3,12 @@ package api
 import (
 	"context"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/homeostat/homeostat/object"
 )
@@ -39,19 +42,20 @@ func UserFrom(ctx context.Context) (*User, bool) {
 var public = []string{"/healthz", "/readyz", "/livez", "/version"}
 
 // authenticate finds the request's user before anything else is served:
-// a client certificate of the cluster's authority, CN the user and O its
-// groups. A request with no valid credentials gets 401, but for the public
-// paths. On a plaintext API, which checks nothing, every request is the
-// unsecured user, a member of system:masters.
+// a client certificate of the cluster's authority (CN the user, O its
+// groups), else a ServiceAccount's bearer token. A request with no valid
+// credentials gets 401, but for the public paths. On a plaintext API,
+// which checks nothing, every request is the unsecured user, a member of
+// system:masters.
 func (s *Service) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u, why := s.userOf(r)
+		u, e := s.userOf(r)
 		if u == nil {
 			if slices.Contains(public, r.URL.Path) {
 				next.ServeHTTP(w, r)
 				return
 			}
-			writeStatus(w, s.log, newError(http.StatusUnauthorized, object.ReasonUnauthorized, "Unauthorized: %s", why))
+			writeStatus(w, s.log, e)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
@@ -59,16 +63,44 @@ func (s *Service) authenticate(next http.Handler) http.Handler {
 }
 
 // userOf is the user a request's credentials name, or nil and why not.
-func (s *Service) userOf(r *http.Request) (*User, string) {
+func (s *Service) userOf(r *http.Request) (*User, *apiError) {
 	if s.cfg.TLS == nil {
-		return &User{Name: UserUnsecured, Groups: []string{GroupMasters, GroupAuthenticated}}, ""
+		return &User{Name: UserUnsecured, Groups: []string{GroupMasters, GroupAuthenticated}}, nil
 	}
-	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
-		return nil, "the request carries no credentials (a client certificate of the cluster's authority)"
+	var why []string
+	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		u, err := s.certUser(r.TLS.PeerCertificates)
+		if u != nil {
+			return u, nil
+		}
+		why = append(why, err)
 	}
+	if auth := r.Header.Get("Authorization"); auth != "" {
+		scheme, token, _ := strings.Cut(auth, " ")
+		if !strings.EqualFold(scheme, "Bearer") || token == "" {
+			why = append(why, "the Authorization header is not \"Bearer <token>\"")
+		} else {
+			u, err := s.tokenUser(r.Context(), strings.TrimSpace(token))
+			switch {
+			case err == nil:
+				return u, nil
+			case errors.Is(err, errToken):
+				why = append(why, err.Error())
+			default:
+				return nil, unavailable("cannot check the bearer token now: %v", err)
+			}
+		}
+	}
+	if len(why) == 0 {
+		why = append(why, "the request carries no credentials (a client certificate of the cluster's authority or a bearer token)")
+	}
+	return nil, newError(http.StatusUnauthorized, object.ReasonUnauthorized, "Unauthorized: %s", strings.Join(why, "; "))
+}
+
+// certUser is the user a client certificate names, or nil and why not.
+func (s *Service) certUser(certs []*x509.Certificate) (*User, string) {
 	// Verified here rather than in the handshake, as Kubernetes does, so
 	// that a bad certificate gets a 401 that says what is wrong with it.
-	certs := r.TLS.PeerCertificates
 	opts := x509.VerifyOptions{Roots: s.cfg.TLS.ClientCAs, Intermediates: x509.NewCertPool(),
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 	for _, c := range certs[1:] {
@@ -83,4 +115,19 @@ func (s *Service) userOf(r *http.Request) (*User, string) {
 	}
 	groups := append(slices.Clone(leaf.Subject.Organization), GroupAuthenticated)
 	return &User{Name: leaf.Subject.CommonName, Groups: groups}, ""
+}
+
+// whoami serves authentication.k8s.io/v1 SelfSubjectReview, which
+// `kubectl auth whoami` posts: who the API takes the caller for.
+func (s *Service) whoami(w http.ResponseWriter, r *http.Request) {
+	u, _ := UserFrom(r.Context())
+	if u == nil { // only on the public paths, which this is not
+		writeStatus(w, s.log, newError(http.StatusUnauthorized, object.ReasonUnauthorized, "Unauthorized"))
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{
+		"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview",
+		"metadata": map[string]any{"creationTimestamp": time.Now().UTC().Truncate(time.Second)},
+		"status":   map[string]any{"userInfo": map[string]any{"username": u.Name, "groups": u.Groups}},
+	})
 }

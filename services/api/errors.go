@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/object"
@@ -42,13 +43,21 @@ func notFound(res *resourceRef, name string) *apiError {
 
 // invalid turns a validation failure into 422 with one cause per field.
 func invalid(res *resourceRef, inv *schemas.Invalid) *apiError {
-	e := newError(http.StatusUnprocessableEntity, object.ReasonInvalid, "%s %q is invalid", res.kind(), inv.Name)
-	e.details = &object.StatusDetails{Name: inv.Name, Group: res.group, Kind: res.kind()}
+	details := &object.StatusDetails{Name: inv.Name, Group: res.group, Kind: res.kind()}
+	msgs := make([]string, 0, len(inv.Causes))
 	for _, c := range inv.Causes {
-		e.details.Causes = append(e.details.Causes, object.StatusCause{
-			Type: c.Rule, Field: c.Field, Message: fmt.Sprintf("%s: %s", c.Field, c.Message),
-		})
+		msg := fmt.Sprintf("%s: %s", c.Field, c.Message)
+		details.Causes = append(details.Causes, object.StatusCause{Type: c.Rule, Field: c.Field, Message: msg})
+		msgs = append(msgs, msg)
 	}
+	// The message names every failing field too, as Kubernetes' does,
+	// since most clients print only the message.
+	all := strings.Join(msgs, ", ")
+	if len(msgs) > 1 {
+		all = "[" + all + "]"
+	}
+	e := newError(http.StatusUnprocessableEntity, object.ReasonInvalid, "%s %q is invalid: %s", res.kind(), inv.Name, all)
+	e.details = details
 	return e
 }
 

@@ -91,6 +91,12 @@ type response struct {
 
 func call(t *testing.T, method, url, contentType, body string) response {
 	t.Helper()
+	return callAs(t, admin(t), "", method, url, contentType, body)
+}
+
+// callAs sends a request through hc, with a bearer token when one is given.
+func callAs(t *testing.T, hc *http.Client, token, method, url, contentType, body string) response {
+	t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -102,7 +108,10 @@ func call(t *testing.T, method, url, contentType, body string) response {
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	resp, err := admin(t).Do(req)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,10 @@ func (s *Service) resolve(r *http.Request) (*resourceRef, *apiError) {
 	if ref.sub == "log" && (res.Custom || res.Kind != "Pod") {
 		return nil, newError(http.StatusNotFound, object.ReasonNotFound, "only pods have logs")
 	}
-	if ref.sub != "" && ref.sub != "status" && ref.sub != "reconcile" && ref.sub != "log" && ref.sub != "raw" {
+	if ref.sub == "token" && (res.Custom || res.Kind != "ServiceAccount") {
+		return nil, newError(http.StatusNotFound, object.ReasonNotFound, "only serviceaccounts issue tokens")
+	}
+	if ref.sub != "" && ref.sub != "status" && ref.sub != "reconcile" && ref.sub != "log" && ref.sub != "raw" && ref.sub != "token" {
 		return nil, newError(http.StatusNotFound, object.ReasonNotFound, "%s has no subresource %q", ref.groupResource(), ref.sub)
 	}
 	st, err := s.storeFor(r.Context(), res)
@@ -140,6 +143,10 @@ func (s *Service) dispatch(w http.ResponseWriter, r *http.Request, ref *resource
 			return s.watch(w, r, ref)
 		}
 		return s.list(w, r, ref)
+	case issuedOnly(ref) && r.Method != http.MethodGet && r.Method != http.MethodDelete:
+		return newError(http.StatusMethodNotAllowed, object.ReasonMethodNotAllowed,
+			"tokens are issued by POST /api/v1/namespaces/{namespace}/serviceaccounts/{name}/token (homeostat token create NAME) and revoked by deleting them; %s is not allowed",
+			r.Method)
 	case collection && r.Method == http.MethodPost:
 		if ref.res.Namespaced && ref.namespace == "" {
 			return newError(http.StatusMethodNotAllowed, object.ReasonMethodNotAllowed,
@@ -158,6 +165,12 @@ func (s *Service) dispatch(w http.ResponseWriter, r *http.Request, ref *resource
 			return methodNotAllowed(r, "GET")
 		}
 		return s.podLog(w, r, ref)
+	}
+	if ref.sub == "token" {
+		if r.Method != http.MethodPost {
+			return methodNotAllowed(r, "POST")
+		}
+		return s.issueToken(w, r, ref)
 	}
 	if ref.sub == "reconcile" || ref.sub == "raw" {
 		if r.Method != http.MethodGet {
@@ -185,6 +198,12 @@ func (s *Service) dispatch(w http.ResponseWriter, r *http.Request, ref *resource
 		return s.delete(w, r, ref)
 	}
 	return methodNotAllowed(r, "GET, PUT, PATCH, DELETE")
+}
+
+// issuedOnly says whether a resource is written only by the API itself:
+// Tokens, which only the serviceaccounts/token subresource makes.
+func issuedOnly(ref *resourceRef) bool {
+	return !ref.res.Custom && ref.res.Group == "homeostat.io" && ref.res.Plural == "tokens"
 }
 
 func methodNotAllowed(r *http.Request, allowed string) *apiError {

@@ -69,6 +69,8 @@ type Service struct {
 	retries *bus.RetryRecords
 	// events records Warnings about what the API leaves out (corrupt values).
 	events *reconcile.Recorder
+	// idents caches ServiceAccounts and Tokens for authentication.
+	idents atomic.Pointer[identities]
 }
 
 // requestTimeout bounds a request that is not a watch or a log stream.
@@ -209,6 +211,9 @@ func (s *Service) setup(ctx context.Context) error {
 	if s.events, err = reconcile.NewRecorder(ctx, s.bus, "homeostat-api", s.log); err != nil {
 		return fmt.Errorf("api: setup: %w", err)
 	}
+	if err := s.startIdentities(ctx); err != nil {
+		return fmt.Errorf("api: setup: %w", err)
+	}
 	ns, err := s.storeFor(ctx, s.reg.MustLookup("", "namespaces"))
 	if err != nil {
 		return err
@@ -254,6 +259,7 @@ func (s *Service) compactLoop(ctx context.Context) error {
 				s.log.Debug("compacted tombstones", "resource", st.Resource(), "removed", n)
 			}
 		}
+		s.sweepTokens(ctx)
 	}
 }
 
@@ -266,6 +272,7 @@ func (s *Service) routes() http.Handler {
 	mux.HandleFunc("GET /api/{version}", s.resourceList)
 	mux.HandleFunc("GET /apis/{group}/{version}", s.resourceList)
 	mux.HandleFunc("GET /apis/homeostat.io/v1/traces/{id}", s.trace)
+	mux.HandleFunc("POST /apis/authentication.k8s.io/v1/selfsubjectreviews", s.whoami)
 	for _, prefix := range []string{"/api/{version}", "/apis/{group}/{version}"} {
 		mux.HandleFunc(prefix+"/{resource}", s.serve)
 		mux.HandleFunc(prefix+"/{resource}/{name}", s.serve)

@@ -283,3 +283,24 @@ spec: {containers: [{name: c, command: [x]}]}
 		return client.IsNotFound(errW) && client.IsNotFound(errP)
 	})
 }
+
+// Deleting a ServiceAccount deletes its Tokens.
+func TestTokensGoWithTheirServiceAccount(t *testing.T) {
+	e := newEnv(t)
+	e.controllers()
+	e.apply("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: bot}\n")
+	for range 2 {
+		if err := e.c.Do(e.ctx, "POST", "/api/v1/namespaces/default/serviceaccounts/bot/token", []byte(`{}`), "application/json", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(e.list("tokens", "homeostat.io/service-account=bot")); n != 2 {
+		t.Fatalf("%d tokens, want 2", n)
+	}
+	if _, err := e.c.Delete(e.ctx, e.res("serviceaccounts"), "default", "bot", client.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the tokens collected", 15*time.Second, func() bool {
+		return len(e.list("tokens", "homeostat.io/service-account=bot")) == 0
+	})
+}

@@ -291,7 +291,8 @@ func nodeChanged(old, new *object.Object) bool {
 
 func (s *Service) setupGC(ctx context.Context) error {
 	g := &garbageCollector{bus: s.cfg.Bus, reg: s.reg, infs: map[string]*reconcile.Informer{}, custom: map[string]string{}, log: s.log}
-	for _, gr := range [][2]string{{"", "pods"}, {"apps", "replicasets"}, {"apps", "deployments"}, {"apps", "daemonsets"}, {"batch", "jobs"}} {
+	for _, gr := range [][2]string{{"", "pods"}, {"apps", "replicasets"}, {"apps", "deployments"}, {"apps", "daemonsets"}, {"batch", "jobs"},
+		{"", "serviceaccounts"}, {"homeostat.io", "tokens"}} {
 		inf := s.mgr.Informer(s.kind(gr[0], gr[1]))
 		inf.AddIndex(byOwnerUID, ownerUIDIndex)
 		g.infs[inf.Kind().Resource] = inf
