@@ -101,8 +101,8 @@ func (n *NodePods) Watch(ctx context.Context, node string) (<-chan Event, error)
 			ev.Type = Deleted
 			return ev
 		}
-		var o *object.Object
-		if err := json.Unmarshal(m.data, &o); err != nil || o == nil {
+		o, err := object.Decode(m.data)
+		if err != nil || o == nil {
 			ev.Type, ev.Err = Corrupt, &CorruptError{Resource: "node pod index", Key: ev.Key, Revision: m.seq, Reason: fmt.Sprint("not an object: ", err)}
 			return ev
 		}

@@ -3,7 +3,6 @@ package bus
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -108,8 +107,8 @@ func (s *Store) decode(key string, data []byte, rev uint64) (*object.Object, err
 	bad := func(format string, args ...any) error {
 		return &CorruptError{Resource: s.spec.Resource, Key: key, Revision: rev, Reason: fmt.Sprintf(format, args...)}
 	}
-	var o *object.Object
-	if err := json.Unmarshal(data, &o); err != nil {
+	o, err := object.Decode(data)
+	if err != nil {
 		return nil, bad("not JSON: %v", err)
 	}
 	if o == nil {
@@ -131,7 +130,7 @@ func (s *Store) decode(key string, data []byte, rev uint64) (*object.Object, err
 func encode(o *object.Object) ([]byte, error) {
 	c := *o
 	c.Metadata.ResourceVersion = ""
-	return json.Marshal(&c)
+	return object.Encode(&c)
 }
 
 // Get reads the latest version of a key from the stream's leader, so that

@@ -1,5 +1,6 @@
 // Package object defines the envelope every Homeostat object shares:
-// apiVersion, kind, metadata, spec and status, in the shape Kubernetes uses,
+// apiVersion, kind, metadata, spec and status, in the shape Kubernetes uses
+// (and any other top-level members, for kinds such as RBAC's that have them),
 // plus the helpers that every layer needs to agree on (keys, owner
 // references, conditions, the Status error body).
 //
@@ -20,6 +21,9 @@ type Object struct {
 	Metadata   Meta            `json:"metadata"`
 	Spec       json.RawMessage `json:"spec,omitempty"`
 	Status     json.RawMessage `json:"status,omitempty"`
+	// Fields are the top-level members other than these, as JSON, for
+	// kinds shaped that way (RBAC's rules and subjects, for one).
+	Fields map[string]json.RawMessage `json:"-"`
 }
 
 // Meta is the metadata of an object.
@@ -119,6 +123,12 @@ func (o *Object) Clone() *Object {
 	}
 	if o.Status == nil {
 		c.Status = nil
+	}
+	if o.Fields != nil {
+		c.Fields = make(map[string]json.RawMessage, len(o.Fields))
+		for k, v := range o.Fields {
+			c.Fields[k] = append(json.RawMessage(nil), v...)
+		}
 	}
 	m := &c.Metadata
 	m.Labels = cloneMap(o.Metadata.Labels)

@@ -78,15 +78,15 @@ func toObject(doc map[string]any) (*object.Object, *apiError) {
 	if err != nil {
 		return nil, badRequest("re-encoding the object: %v", err)
 	}
-	var o object.Object
-	if err := json.Unmarshal(b, &o); err != nil {
+	o, err := object.Decode(b)
+	if err != nil || o == nil {
 		return nil, badRequest("the object does not fit the envelope: %v", err)
 	}
-	return &o, nil
+	return o, nil
 }
 
 func toDoc(o *object.Object) (map[string]any, *apiError) {
-	b, err := json.Marshal(o)
+	b, err := object.Encode(o)
 	if err != nil {
 		return nil, newError(http.StatusInternalServerError, object.ReasonInternalError, "encoding: %v", err)
 	}
