@@ -16,6 +16,36 @@ var semanticChecks = map[string]func(map[string]any) []Cause{
 	"DaemonSet":          selectorChecks,
 	"Job":                jobChecks,
 	"ResourceDefinition": definitionChecks,
+	"Role":               roleChecks,
+	"ClusterRole":        roleChecks,
+}
+
+// roleChecks: a rule names resources (with their groups) or paths, not
+// both; only a ClusterRole's rules name paths, and only a ClusterRole
+// aggregates.
+func roleChecks(doc map[string]any) []Cause {
+	var out []Cause
+	rules, _ := doc["rules"].([]any)
+	cluster := doc["kind"] == "ClusterRole"
+	for i, r := range rules {
+		rule, _ := r.(map[string]any)
+		at := fmt.Sprintf("rules[%d]", i)
+		_, groups := rule["apiGroups"]
+		_, resources := rule["resources"]
+		_, urls := rule["nonResourceURLs"]
+		switch {
+		case urls && !cluster:
+			out = append(out, Cause{Field: at + ".nonResourceURLs", Rule: "namespaced",
+				Message: "a Role applies within a namespace and cannot name non-resource URLs; use a ClusterRole"})
+		case urls && (groups || resources):
+			out = append(out, Cause{Field: at, Rule: "exclusive", Message: "a rule applies to resources or to non-resource URLs, not both"})
+		case !urls && !groups:
+			out = append(out, Cause{Field: at + ".apiGroups", Rule: "required", Message: "apiGroups is required (\"\" is the core group)"})
+		case !urls && !resources:
+			out = append(out, Cause{Field: at + ".resources", Rule: "required", Message: "resources is required"})
+		}
+	}
+	return out
 }
 
 func get(m map[string]any, path ...string) any {

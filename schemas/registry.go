@@ -82,6 +82,10 @@ var builtins = []builtin{
 	{"batch", "v1", "Job", "jobs", "job.yaml", nil, true},
 	{"homeostat.io", "v1", "ResourceDefinition", "resourcedefinitions", "resourcedefinition.yaml", []string{"rd", "rds"}, false},
 	{"homeostat.io", "v1", "Token", "tokens", "token.yaml", nil, true},
+	{"rbac.authorization.k8s.io", "v1", "Role", "roles", "role.yaml", nil, true},
+	{"rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", "clusterrole.yaml", nil, false},
+	{"rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", "rolebinding.yaml", nil, true},
+	{"rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", "clusterrolebinding.yaml", nil, false},
 }
 
 // Registry maps paths and kinds to Resources. It is safe for concurrent use.

@@ -58,6 +58,12 @@ func (s *Service) authenticate(next http.Handler) http.Handler {
 			writeStatus(w, s.log, e)
 			return
 		}
+		if r.Header.Get("Impersonate-User") != "" || r.Header.Get("Impersonate-Group") != "" {
+			if u, e = s.impersonate(r, u); e != nil {
+				writeStatus(w, s.log, e)
+				return
+			}
+		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
 	})
 }

@@ -64,7 +64,9 @@ func TestAuthentication(t *testing.T) {
 			"/api/v1/namespaces/default/pods", 401, "usage"},
 		{"no user", issue(ca, pki.Request{Usage: pki.ClientAuth, Lifetime: time.Hour}), "/api/v1/namespaces/default/pods", 401, "names no user"},
 		{"a user", issue(ca, pki.Request{CommonName: "alice", Organizations: []string{"dev"}, Usage: pki.ClientAuth, Lifetime: time.Hour}),
-			"/api/v1/namespaces/default/pods", 200, ""},
+			"/apis", 200, ""},
+		{"a user, not allowed", issue(ca, pki.Request{CommonName: "alice", Organizations: []string{"dev"}, Usage: pki.ClientAuth, Lifetime: time.Hour}),
+			"/api/v1/namespaces/default/pods", 403, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, err := clientWith(t, tc.cert).Get(base + tc.path)

@@ -214,6 +214,9 @@ func (s *Service) setup(ctx context.Context) error {
 	if err := s.startIdentities(ctx); err != nil {
 		return fmt.Errorf("api: setup: %w", err)
 	}
+	if err := s.ensureDefaultRoles(ctx); err != nil {
+		return err
+	}
 	ns, err := s.storeFor(ctx, s.reg.MustLookup("", "namespaces"))
 	if err != nil {
 		return err
@@ -273,6 +276,9 @@ func (s *Service) routes() http.Handler {
 	mux.HandleFunc("GET /apis/{group}/{version}", s.resourceList)
 	mux.HandleFunc("GET /apis/homeostat.io/v1/traces/{id}", s.trace)
 	mux.HandleFunc("POST /apis/authentication.k8s.io/v1/selfsubjectreviews", s.whoami)
+	mux.HandleFunc("POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews", s.review("SelfSubjectAccessReview"))
+	mux.HandleFunc("POST /apis/authorization.k8s.io/v1/subjectaccessreviews", s.review("SubjectAccessReview"))
+	mux.HandleFunc("POST /apis/authorization.k8s.io/v1/namespaces/{ns}/localsubjectaccessreviews", s.review("LocalSubjectAccessReview"))
 	for _, prefix := range []string{"/api/{version}", "/apis/{group}/{version}"} {
 		mux.HandleFunc(prefix+"/{resource}", s.serve)
 		mux.HandleFunc(prefix+"/{resource}/{name}", s.serve)
@@ -284,7 +290,7 @@ func (s *Service) routes() http.Handler {
 	for path, h := range s.cfg.Extra {
 		mux.Handle(path, h)
 	}
-	return otelhttp.NewHandler(s.authenticate(mux), "api",
+	return otelhttp.NewHandler(s.authenticate(s.authorize(mux)), "api",
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }),
 		otelhttp.WithFilter(traced))
 }

@@ -60,6 +60,9 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request, ref *resourceRe
 	if o, e = check(ref, o); e != nil {
 		return e
 	}
+	if e := s.admitRBAC(r.Context(), ref, o, nil); e != nil {
+		return e
+	}
 	if e := s.namespaceOpen(r.Context(), ref, o.Metadata.Namespace); e != nil {
 		return e
 	}
@@ -129,6 +132,9 @@ func (s *Service) replace(r *http.Request, ref *resourceRef, cur, in *object.Obj
 	}
 	n, e := check(ref, n)
 	if e != nil {
+		return nil, e
+	}
+	if e := s.admitRBAC(r.Context(), ref, n, cur); e != nil {
 		return nil, e
 	}
 	if dry {

@@ -11,13 +11,22 @@ import (
 // was awaited once within has passed.
 func Until(t testing.TB, what string, within time.Duration, cond func() bool) {
 	t.Helper()
+	if !Within(within, cond) {
+		t.Fatalf("timed out after %s waiting for %s", within, what)
+	}
+}
+
+// Within polls cond every 10ms until it holds or within has passed, and
+// says whether it held: for a caller that reports the failure itself.
+func Within(within time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
+			return false
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	return true
 }
 
 // Receive waits for a value on ch for at most within and returns it,
