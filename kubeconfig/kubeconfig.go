@@ -144,6 +144,11 @@ type Target struct {
 	// TLS is the client's TLS configuration, nil for a plain http server.
 	TLS   *tls.Config
 	Token string
+	// As and AsGroups ask the server to take the requests as another
+	// user's (kubectl --as, --as-group); the credentials' holder must be
+	// allowed to impersonate them.
+	As       string
+	AsGroups []string
 }
 
 // Target resolves a context (the current one when name is empty).
@@ -285,9 +290,27 @@ func (t *Target) HTTPClient() *http.Client {
 	tr.TLSClientConfig = t.TLS
 	var rt http.RoundTripper = tr
 	if t.Token != "" {
-		rt = bearer{token: t.Token, next: tr}
+		rt = bearer{token: t.Token, next: rt}
+	}
+	if t.As != "" {
+		rt = impersonation{user: t.As, groups: t.AsGroups, next: rt}
 	}
 	return &http.Client{Transport: rt}
+}
+
+type impersonation struct {
+	user   string
+	groups []string
+	next   http.RoundTripper
+}
+
+func (i impersonation) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Impersonate-User", i.user)
+	for _, g := range i.groups {
+		r.Header.Add("Impersonate-Group", g)
+	}
+	return i.next.RoundTrip(r)
 }
 
 type bearer struct {

@@ -80,16 +80,35 @@ func LoadOrCreateCA(dir string) (*Authority, error) {
 	}
 	defer unlock()
 	certPath, keyPath := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key")
-	certPEM, err := os.ReadFile(certPath)
+	a, err := readCA(certPath, keyPath)
 	if errors.Is(err, os.ErrNotExist) {
 		return createCA(certPath, keyPath)
 	}
+	return a, err
+}
+
+// ErrNoAuthority: the directory holds no certificate authority.
+var ErrNoAuthority = errors.New("pki: no certificate authority")
+
+// LoadCA reads the authority kept in dir, which must exist: for tools
+// that issue identities of a running cluster's authority.
+func LoadCA(dir string) (*Authority, error) {
+	a, err := readCA(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w in %s", ErrNoAuthority, dir)
+	}
+	return a, err
+}
+
+// readCA reads an authority; an absent certificate is os.ErrNotExist.
+func readCA(certPath, keyPath string) (*Authority, error) {
+	certPEM, err := os.ReadFile(certPath)
 	if err != nil {
 		return nil, err
 	}
 	keyPEM, err := os.ReadFile(keyPath)
 	if err != nil {
-		return nil, fmt.Errorf("pki: %s exists but its key does not: %w", certPath, err)
+		return nil, fmt.Errorf("pki: %s exists but its key cannot be read: %v", certPath, err)
 	}
 	pair, err := ParsePair(certPEM, keyPEM)
 	if err != nil {

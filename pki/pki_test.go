@@ -3,6 +3,7 @@ package pki_test
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -182,5 +183,37 @@ func TestConcurrentStartsShareOneAuthority(t *testing.T) {
 		if pems[i] != pems[0] {
 			t.Fatalf("start %d got another authority", i)
 		}
+	}
+}
+
+// LoadCA reads an authority and never makes one; an authority whose key
+// is gone is an error, never a reason to make a new one over it.
+func TestLoadCA(t *testing.T) {
+	empty := t.TempDir()
+	if _, err := pki.LoadCA(empty); !errors.Is(err, pki.ErrNoAuthority) {
+		t.Fatalf("LoadCA of an empty directory: %v, want ErrNoAuthority", err)
+	}
+	if _, err := os.Stat(filepath.Join(empty, "ca.crt")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("LoadCA made an authority: %v", err)
+	}
+	dir := t.TempDir()
+	a, err := pki.LoadOrCreateCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := pki.LoadCA(dir)
+	if err != nil || string(b.CertPEM()) != string(a.CertPEM()) {
+		t.Fatalf("LoadCA: %v", err)
+	}
+	if err := os.Remove(filepath.Join(dir, "ca.key")); err != nil {
+		t.Fatal(err)
+	}
+	for name, load := range map[string]func(string) (*pki.Authority, error){"LoadCA": pki.LoadCA, "LoadOrCreateCA": pki.LoadOrCreateCA} {
+		if _, err := load(dir); err == nil || errors.Is(err, pki.ErrNoAuthority) {
+			t.Errorf("%s without the key: %v, want an error saying the key is missing", name, err)
+		}
+	}
+	if cert, _ := os.ReadFile(filepath.Join(dir, "ca.crt")); string(cert) != string(a.CertPEM()) {
+		t.Fatal("the authority's certificate was replaced")
 	}
 }

@@ -29,12 +29,23 @@ func main() {
 		}
 	}
 	err := root.ExecuteContext(ctx)
+	var quiet exitStatus
+	if errors.As(err, &quiet) {
+		pprof.StopCPUProfile()
+		os.Exit(int(quiet))
+	}
 	if err != nil {
 		printError(err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
+
+// exitStatus ends the command with that status and nothing printed: an
+// answer told by the status alone, as `auth can-i` answers no.
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
 // printError shows a server Status the way a user needs it: the reason,
 // the object, and each failing field with its rule.

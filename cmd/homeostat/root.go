@@ -21,6 +21,8 @@ type globals struct {
 	namespace  string
 	logLevel   string
 	token      string
+	as         string
+	asGroups   []string
 }
 
 // client is an API client for the client verbs: the server, authority and
@@ -36,7 +38,7 @@ func (g *globals) client() (*client.Client, error) {
 	switch {
 	case errors.Is(err, kubeconfig.ErrNotFound) && g.kubeconfig == "" && server != "":
 		// A plaintext API, or one that will answer 401 but to a token.
-		return client.New(server, (&kubeconfig.Target{Token: g.token}).HTTPClient()), nil
+		return client.New(server, (&kubeconfig.Target{Token: g.token, As: g.as, AsGroups: g.asGroups}).HTTPClient()), nil
 	case err != nil:
 		return nil, err
 	}
@@ -56,6 +58,7 @@ func (g *globals) client() (*client.Client, error) {
 			target.TLS.Certificates, target.TLS.GetClientCertificate = nil, nil
 		}
 	}
+	target.As, target.AsGroups = g.as, g.asGroups
 	return client.New(server, target.HTTPClient()), nil
 }
 
@@ -114,12 +117,14 @@ func newRoot() *cobra.Command {
 	pf.StringVar(&g.context, "context", "", "kubeconfig context to use (default: its current context)")
 	pf.StringVarP(&g.namespace, "namespace", "n", "default", "namespace of the objects")
 	pf.StringVar(&g.token, "token", "", "bearer token to present instead of the kubeconfig's credentials")
+	pf.StringVar(&g.as, "as", "", "user to act as (needs the impersonate permission)")
+	pf.StringArrayVar(&g.asGroups, "as-group", nil, "group to act as, with --as; repeat for more")
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level of server roles: debug, info, warn, error")
 	root.AddCommand(
 		newUp(g), newAPI(g), newControllers(g), newScheduler(g), newNodeAgent(g), newDemo(),
 		newApply(g), newGet(g), newDescribe(g), newDelete(g), newAPIResources(g),
 		newRollout(g), newScale(g), newLogs(g), newBench(), newTrace(g),
-		newToken(g), newAuth(g),
+		newToken(g), newAuth(g), newUser(),
 	)
 	return root
 }

@@ -80,13 +80,18 @@ func writeAdminKubeconfig(ca *pki.Authority, path, server string) error {
 	if err != nil {
 		return err
 	}
-	cfg := &kubeconfig.Config{
+	return identityKubeconfig(ca, server, "admin", "default", is).Write(path)
+}
+
+// identityKubeconfig is a kubeconfig of one context: the server, the
+// authority, and a client identity it issued.
+func identityKubeconfig(ca *pki.Authority, server, user, namespace string, is *pki.Issued) *kubeconfig.Config {
+	return &kubeconfig.Config{
 		Clusters:       []kubeconfig.NamedCluster{{Name: "homeostat", Cluster: kubeconfig.Cluster{Server: server, CertificateAuthorityData: ca.CertPEM()}}},
-		Users:          []kubeconfig.NamedUser{{Name: "admin", User: kubeconfig.User{ClientCertificateData: is.CertPEM, ClientKeyData: is.KeyPEM}}},
-		Contexts:       []kubeconfig.NamedContext{{Name: "homeostat", Context: kubeconfig.Context{Cluster: "homeostat", User: "admin", Namespace: "default"}}},
+		Users:          []kubeconfig.NamedUser{{Name: user, User: kubeconfig.User{ClientCertificateData: is.CertPEM, ClientKeyData: is.KeyPEM}}},
+		Contexts:       []kubeconfig.NamedContext{{Name: "homeostat", Context: kubeconfig.Context{Cluster: "homeostat", User: user, Namespace: namespace}}},
 		CurrentContext: "homeostat",
 	}
-	return cfg.Write(path)
 }
 
 // adminCurrent says whether a kubeconfig already holds a usable admin

@@ -116,33 +116,3 @@ func newTokenRevoke(g *globals) *cobra.Command {
 		},
 	}
 }
-
-func newAuth(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "auth", Short: "Inspect authentication"}
-	cmd.AddCommand(&cobra.Command{
-		Use:   "whoami",
-		Short: "Print who the API takes you for",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			var r struct {
-				Status struct {
-					UserInfo struct {
-						Username string   `json:"username"`
-						Groups   []string `json:"groups"`
-					} `json:"userInfo"`
-				} `json:"status"`
-			}
-			body := []byte(`{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`)
-			if err := c.Do(cmd.Context(), http.MethodPost, "/apis/authentication.k8s.io/v1/selfsubjectreviews", body, "application/json", &r); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Username: %s\nGroups:   %s\n", r.Status.UserInfo.Username, strings.Join(r.Status.UserInfo.Groups, ", "))
-			return nil
-		},
-	})
-	return cmd
-}

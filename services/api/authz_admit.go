@@ -23,6 +23,9 @@ func (s *Service) admitRBAC(ctx context.Context, ref *resourceRef, n, cur *objec
 	if ref.res.Custom || ref.res.Group != rbac.Group {
 		return nil
 	}
+	if e := roleRefUnchanged(ref, n, cur); e != nil {
+		return e
+	}
 	u, _ := UserFrom(ctx)
 	if u == nil || slices.Contains(u.Groups, GroupMasters) {
 		return nil
@@ -60,11 +63,6 @@ func (s *Service) admitRBAC(ctx context.Context, ref *resourceRef, n, cur *objec
 		if err != nil {
 			return badRequest("%v", err)
 		}
-		if cur != nil {
-			if old, err := rbac.BindingOf(cur); err == nil && old.RoleRef != b.RoleRef {
-				return invalidField(ref, n.Metadata.Name, "roleRef", "immutable", "roleRef cannot change; delete the binding and make a new one")
-			}
-		}
 		plural := "clusterroles"
 		if b.RoleRef.Kind == "Role" {
 			plural = "roles"
@@ -88,6 +86,22 @@ func (s *Service) admitRBAC(ctx context.Context, ref *resourceRef, n, cur *objec
 		if ok, missing := rbac.Covers(held, rules); !ok {
 			return escalation(ref, n, u, fmt.Sprintf("its %s %q grants %s, which you do not hold", b.RoleRef.Kind, b.RoleRef.Name, describeRules(missing)))
 		}
+	}
+	return nil
+}
+
+// roleRefUnchanged refuses a binding update that changes its roleRef: a
+// binding means one role, so that who may bind what stays checkable.
+func roleRefUnchanged(ref *resourceRef, n, cur *object.Object) *apiError {
+	if cur == nil || !strings.HasSuffix(ref.res.Kind, "Binding") {
+		return nil
+	}
+	b, err := rbac.BindingOf(n)
+	if err != nil {
+		return badRequest("%v", err)
+	}
+	if old, err := rbac.BindingOf(cur); err == nil && old.RoleRef != b.RoleRef {
+		return invalidField(ref, n.Metadata.Name, "roleRef", "immutable", "roleRef cannot change; delete the binding and make a new one")
 	}
 	return nil
 }

@@ -2,9 +2,9 @@ package api
 
 import (
 	"encoding/json"
-	"strings"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/homeostat/homeostat/object"

@@ -112,7 +112,9 @@ func (s *Service) cachedGet(ctx context.Context, inf *reconcile.Informer, group,
 // The caches are the authorizer's Source.
 var _ rbac.Source = (*identities)(nil)
 
-func (id *identities) ClusterRole(name string) (*rbac.Role, bool) { return valueOf[*rbac.Role](id.clusterRoles, name) }
+func (id *identities) ClusterRole(name string) (*rbac.Role, bool) {
+	return valueOf[*rbac.Role](id.clusterRoles, name)
+}
 func (id *identities) Role(namespace, name string) (*rbac.Role, bool) {
 	return valueOf[*rbac.Role](id.roles, object.Key(namespace, name))
 }
