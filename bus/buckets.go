@@ -126,7 +126,8 @@ func (c *Conn) ensureStream(ctx context.Context, cfg jetstream.StreamConfig) err
 				ErrIncompatible, cfg.Name, have.Retention, have.Storage, have.Replicas, cfg.Retention, cfg.Storage, cfg.Replicas)
 		}
 		same := reflect.DeepEqual(have.Sources, cfg.Sources) && reflect.DeepEqual(have.Subjects, cfg.Subjects) &&
-			(cfg.Duplicates == 0 || have.Duplicates == cfg.Duplicates)
+			(cfg.Duplicates == 0 || have.Duplicates == cfg.Duplicates) &&
+			(cfg.MaxAge == 0 || have.MaxAge == cfg.MaxAge) && (cfg.MaxBytes == 0 || have.MaxBytes == cfg.MaxBytes)
 		if same {
 			return nil
 		}

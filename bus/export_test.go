@@ -1,6 +1,10 @@
 package bus
 
-import "context"
+import (
+	"context"
+	"testing"
+	"time"
+)
 
 // LastSeq exposes lastSeq to the external tests.
 func LastSeq(ctx context.Context, c *Conn, stream string) (uint64, error) {
@@ -9,3 +13,13 @@ func LastSeq(ctx context.Context, c *Conn, stream string) (uint64, error) {
 
 // FromLeader exposes fromLeader to the external tests.
 var FromLeader = fromLeader
+
+// StreamMaxAge is a stream's configured age limit, for the external tests.
+func StreamMaxAge(t testing.TB, c *Conn, stream string) time.Duration {
+	t.Helper()
+	st, err := c.js.Stream(context.Background(), stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.CachedInfo().Config.MaxAge
+}

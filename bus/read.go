@@ -36,7 +36,10 @@ type readSpec struct {
 	filter string
 	// start is the first stream sequence to deliver; 0 delivers the last
 	// message of each subject first, then every later one.
-	start       uint64
+	start uint64
+	// startTime, when set and start is 0, delivers from the first message
+	// stored at or after it.
+	startTime   time.Time
 	headersOnly bool
 	// what names the read in errors and metrics.
 	what string
@@ -141,8 +144,11 @@ func (r *reader) once(ctx context.Context) error {
 		HeadersOnly:       r.spec.headersOnly,
 		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
 	}
-	if r.next > 0 {
+	switch {
+	case r.next > 0:
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, r.next
+	case !r.spec.startTime.IsZero():
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &r.spec.startTime
 	}
 	cons, err := r.conn.createConsumer(ctx, r.spec.stream, cfg)
 	if err != nil {

@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -107,5 +108,47 @@ subjects: [{kind: User, name: alice}]
 	}
 	if _, errOut, err := s.run("", "user", "create", "x", "--data-dir", t.TempDir(), "--write-kubeconfig", file+".x"); err == nil || !strings.Contains(errOut, "no certificate authority") {
 		t.Fatalf("user create without an authority: %v\n%s", err, errOut)
+	}
+}
+
+// TestAuditCLI: `audit` reads back the writes and refusals, filtered.
+func TestAuditCLI(t *testing.T) {
+	s := startUp(t, t.TempDir(), "--no-agent")
+	s.must("apiVersion: v1\nkind: Namespace\nmetadata: {name: audited}\n", "apply", "-f", "-")
+	if _, errOut, err := s.run("apiVersion: v1\nkind: Namespace\nmetadata: {name: sneaky}\n", "apply", "-f", "-", "--as", "mallory"); err == nil || !strings.Contains(errOut, "Forbidden") {
+		t.Fatalf("apply as mallory: %v\n%s", err, errOut)
+	}
+	out := s.must("", "audit", "--user", "mallory")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 2 || !strings.HasPrefix(lines[0], "TIME") || !strings.Contains(out, "admin as mallory") || !strings.Contains(out, "403") {
+		t.Fatalf("audit --user mallory:\n%s", out)
+	}
+	if strings.Contains(out, "audited") {
+		t.Fatalf("audit --user mallory shows another's write:\n%s", out)
+	}
+	out = s.must("", "audit", "--verb", "create", "--since", "1h", "-o", "json")
+	var list struct {
+		Kind  string `json:"kind"`
+		Items []struct {
+			User      struct{ Username string } `json:"user"`
+			ObjectRef struct{ Resource, Name string }
+			Verb      string `json:"verb"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil || list.Kind != "EventList" {
+		t.Fatalf("audit -o json: %v\n%s", err, out)
+	}
+	found := false
+	for _, e := range list.Items {
+		if e.Verb != "create" {
+			t.Fatalf("audit --verb create printed a %s", e.Verb)
+		}
+		found = found || e.ObjectRef.Resource == "namespaces" && e.ObjectRef.Name == "audited" && e.User.Username == "admin"
+	}
+	if !found {
+		t.Fatalf("the namespace's create is not in the log:\n%s", out)
+	}
+	if _, errOut, err := s.run("", "audit", "--since", "soon"); err == nil || !strings.Contains(errOut, "since") {
+		t.Fatalf("audit --since soon: %v\n%s", err, errOut)
 	}
 }

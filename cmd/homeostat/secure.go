@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/homeostat/homeostat/audit"
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/kubeconfig"
 	"github.com/homeostat/homeostat/pki"
@@ -25,12 +26,16 @@ const adminKubeconfig = "admin.kubeconfig"
 
 // secureFlags say how the API is secured.
 type secureFlags struct {
-	plaintext bool
-	sans      []string
+	plaintext   bool
+	sans        []string
+	auditLevel  string
+	auditMaxAge time.Duration
 }
 
 func (s *secureFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&s.plaintext, "insecure-plaintext", false, "UNSAFE: serve plain HTTP and authenticate no one, so that anyone who reaches the port may do anything (for tests only)")
+	fs.StringVar(&s.auditLevel, "audit-level", string(audit.LevelWrite), "requests recorded in the audit log: Write (every write and every refused request), All (reads too) or None")
+	fs.DurationVar(&s.auditMaxAge, "audit-max-age", 7*24*time.Hour, "how long audit records are kept")
 	fs.StringSliceVar(&s.sans, "tls-san", nil, "more host names or addresses for the API's serving certificate (127.0.0.1, localhost and the host name are always in it)")
 }
 
@@ -38,6 +43,11 @@ func (s *secureFlags) register(fs *pflag.FlagSet) {
 // in dataDir (made on first start), and writes the admin kubeconfig
 // there; it returns the kubeconfig's path, or "" when plaintext.
 func (s *secureFlags) apply(cfg *api.Config, dataDir string, addr net.Addr) (string, error) {
+	level, err := audit.ParseLevel(s.auditLevel)
+	if err != nil {
+		return "", fmt.Errorf("--audit-level: %w", err)
+	}
+	cfg.Audit = api.AuditConfig{Level: level, MaxAge: s.auditMaxAge}
 	if s.plaintext {
 		fmt.Fprintln(os.Stderr, "WARNING: --insecure-plaintext: the API serves plain HTTP and authenticates no one; anyone who reaches it may do anything.")
 		cfg.InsecurePlaintext = true

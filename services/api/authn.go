@@ -28,6 +28,10 @@ const (
 	GroupAuthenticated = "system:authenticated"
 	// UserUnsecured is who every request is on a plaintext API.
 	UserUnsecured = "system:unsecured"
+	// UserAnonymous and GroupUnauthenticated are who a request without
+	// valid credentials is, in the audit log.
+	UserAnonymous        = "system:anonymous"
+	GroupUnauthenticated = "system:unauthenticated"
 )
 
 type userKey struct{}
@@ -58,12 +62,15 @@ func (s *Service) authenticate(next http.Handler) http.Handler {
 			writeStatus(w, s.log, e)
 			return
 		}
+		real := u
+		noteUser(r.Context(), real, nil)
 		if r.Header.Get("Impersonate-User") != "" || r.Header.Get("Impersonate-Group") != "" {
 			if u, e = s.impersonate(r, u); e != nil {
 				writeStatus(w, s.log, e)
 				return
 			}
 		}
+		noteUser(r.Context(), real, u)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
 	})
 }

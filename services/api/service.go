@@ -20,6 +20,7 @@ import (
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
+	"github.com/homeostat/homeostat/audit"
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/reconcile"
@@ -53,6 +54,19 @@ type Config struct {
 	// request may do anything. Only for tests about something else; it
 	// must be asked for, since TLS is otherwise required.
 	InsecurePlaintext bool
+	// Audit says which requests are recorded in the audit log, and for
+	// how long.
+	Audit AuditConfig
+}
+
+// AuditConfig configures the audit log.
+type AuditConfig struct {
+	// Level is which requests are recorded: writes and refusals by
+	// default (audit.LevelWrite), every request, or none.
+	Level audit.Level
+	// MaxAge and MaxBytes bound what is kept (7 days, 1 GiB by default).
+	MaxAge   time.Duration
+	MaxBytes int64
 }
 
 // Service is one API process.
@@ -71,6 +85,10 @@ type Service struct {
 	events *reconcile.Recorder
 	// idents caches ServiceAccounts and Tokens for authentication.
 	idents atomic.Pointer[identities]
+	// auditLog is where requests are recorded once setup has opened it;
+	// auditLevel says which.
+	auditLog   atomic.Pointer[bus.AuditLog]
+	auditLevel audit.Level
 }
 
 // requestTimeout bounds a request that is not a watch or a log stream.
@@ -106,6 +124,13 @@ func New(cfg Config) (*Service, error) {
 			return nil, err
 		}
 		s.reg = reg
+	}
+	s.auditLevel = cfg.Audit.Level
+	if s.auditLevel == "" {
+		s.auditLevel = audit.LevelWrite
+	}
+	if _, err := audit.ParseLevel(string(s.auditLevel)); err != nil {
+		return nil, fmt.Errorf("api: Config.Audit.Level: %w", err)
 	}
 	s.maxBody = cfg.MaxBodyBytes
 	if s.maxBody <= 0 {
@@ -199,6 +224,13 @@ func (s *Service) start(ctx context.Context, errs chan<- error) error {
 // setup creates the buckets of the built-in kinds and the default
 // namespaces, waiting for the bus while it cannot answer.
 func (s *Service) setup(ctx context.Context) error {
+	if s.auditLevel != audit.LevelNone {
+		log, err := s.bus.AuditLog(ctx, bus.AuditOptions{MaxAge: s.cfg.Audit.MaxAge, MaxBytes: s.cfg.Audit.MaxBytes})
+		if err != nil {
+			return fmt.Errorf("api: setup: %w", err)
+		}
+		s.auditLog.Store(log)
+	}
 	for _, res := range s.reg.Resources() {
 		if _, err := s.storeFor(ctx, res); err != nil {
 			return fmt.Errorf("api: setup %s: %w", res.GroupResource(), err)
@@ -275,6 +307,7 @@ func (s *Service) routes() http.Handler {
 	mux.HandleFunc("GET /api/{version}", s.resourceList)
 	mux.HandleFunc("GET /apis/{group}/{version}", s.resourceList)
 	mux.HandleFunc("GET /apis/homeostat.io/v1/traces/{id}", s.trace)
+	mux.HandleFunc("GET /apis/homeostat.io/v1/auditevents", s.auditEvents)
 	mux.HandleFunc("POST /apis/authentication.k8s.io/v1/selfsubjectreviews", s.whoami)
 	mux.HandleFunc("POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews", s.review("SelfSubjectAccessReview"))
 	mux.HandleFunc("POST /apis/authorization.k8s.io/v1/subjectaccessreviews", s.review("SubjectAccessReview"))
@@ -290,7 +323,7 @@ func (s *Service) routes() http.Handler {
 	for path, h := range s.cfg.Extra {
 		mux.Handle(path, h)
 	}
-	return otelhttp.NewHandler(s.authenticate(s.authorize(mux)), "api",
+	return otelhttp.NewHandler(s.audited(s.authenticate(s.authorize(mux))), "api",
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }),
 		otelhttp.WithFilter(traced))
 }

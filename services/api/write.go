@@ -67,6 +67,7 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request, ref *resourceRe
 		return e
 	}
 	if dry {
+		noteCreated(r.Context(), o.Metadata.Name)
 		writeJSON(w, http.StatusCreated, o)
 		return nil
 	}
@@ -74,6 +75,7 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request, ref *resourceRe
 	if err != nil {
 		return storeError(ref, o.Metadata.Name, err)
 	}
+	noteCreated(r.Context(), created.Metadata.Name)
 	s.afterWrite(r, ref, created)
 	writeJSON(w, http.StatusCreated, created)
 	return nil
