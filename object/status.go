@@ -47,6 +47,7 @@ const (
 	ReasonServiceUnavailable    = "ServiceUnavailable"
 	ReasonTimeout               = "Timeout"
 	ReasonUnauthorized          = "Unauthorized"
+	ReasonTooManyRequests       = "TooManyRequests"
 )
 
 // Error makes Status usable as an error on the client side.

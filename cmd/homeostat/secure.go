@@ -30,12 +30,15 @@ type secureFlags struct {
 	sans        []string
 	auditLevel  string
 	auditMaxAge time.Duration
+	limits      api.Limits
 }
 
 func (s *secureFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&s.plaintext, "insecure-plaintext", false, "UNSAFE: serve plain HTTP and authenticate no one, so that anyone who reaches the port may do anything (for tests only)")
 	fs.StringVar(&s.auditLevel, "audit-level", string(audit.LevelWrite), "requests recorded in the audit log: Write (every write and every refused request), All (reads too) or None")
 	fs.DurationVar(&s.auditMaxAge, "audit-max-age", 7*24*time.Hour, "how long audit records are kept")
+	fs.IntVar(&s.limits.InFlight, "max-requests-inflight-per-user", 100, "requests one user may have served at once (watches aside); beyond it the API answers 429 (system:masters is exempt)")
+	fs.IntVar(&s.limits.LongRunning, "max-watches-per-user", 250, "watches and followed logs one user may hold open")
 	fs.StringSliceVar(&s.sans, "tls-san", nil, "more host names or addresses for the API's serving certificate (127.0.0.1, localhost and the host name are always in it)")
 }
 
@@ -48,6 +51,7 @@ func (s *secureFlags) apply(cfg *api.Config, dataDir string, addr net.Addr) (str
 		return "", fmt.Errorf("--audit-level: %w", err)
 	}
 	cfg.Audit = api.AuditConfig{Level: level, MaxAge: s.auditMaxAge}
+	cfg.Limits = s.limits
 	if s.plaintext {
 		fmt.Fprintln(os.Stderr, "WARNING: --insecure-plaintext: the API serves plain HTTP and authenticates no one; anyone who reaches it may do anything.")
 		cfg.InsecurePlaintext = true

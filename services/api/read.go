@@ -118,6 +118,9 @@ func (s *Service) list(w http.ResponseWriter, r *http.Request, ref *resourceRef)
 		}
 		limit = n
 	}
+	if limit > s.limits.MaxListPage {
+		limit = s.limits.MaxListPage
+	}
 	opts := bus.ListOptions{Namespace: ref.namespace, Selector: f.labels, Limit: limit, Continue: q.Get("continue")}
 	if len(f.fields) > 0 {
 		// Field selection happens here, so paging must too.

@@ -57,6 +57,8 @@ type Config struct {
 	// Audit says which requests are recorded in the audit log, and for
 	// how long.
 	Audit AuditConfig
+	// Limits bound what one user may hold of the API at once.
+	Limits Limits
 }
 
 // AuditConfig configures the audit log.
@@ -89,6 +91,9 @@ type Service struct {
 	// auditLevel says which.
 	auditLog   atomic.Pointer[bus.AuditLog]
 	auditLevel audit.Level
+	// limits, and what each user holds of them.
+	limits                Limits
+	inFlight, longRunning counts
 }
 
 // requestTimeout bounds a request that is not a watch or a log stream.
@@ -125,6 +130,8 @@ func New(cfg Config) (*Service, error) {
 		}
 		s.reg = reg
 	}
+	s.limits = cfg.Limits
+	s.limits.defaults()
 	s.auditLevel = cfg.Audit.Level
 	if s.auditLevel == "" {
 		s.auditLevel = audit.LevelWrite
@@ -323,7 +330,7 @@ func (s *Service) routes() http.Handler {
 	for path, h := range s.cfg.Extra {
 		mux.Handle(path, h)
 	}
-	return otelhttp.NewHandler(s.audited(s.authenticate(s.authorize(mux))), "api",
+	return otelhttp.NewHandler(s.audited(s.authenticate(s.limit(s.authorize(mux)))), "api",
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }),
 		otelhttp.WithFilter(traced))
 }
