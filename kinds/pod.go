@@ -25,6 +25,15 @@ type PodSpec struct {
 	SchedulerName                 string                     `json:"schedulerName,omitempty"`
 	Priority                      *int32                     `json:"priority,omitempty"`
 	Hostname                      string                     `json:"hostname,omitempty"`
+	SecurityContext               *SecurityContext           `json:"securityContext,omitempty"`
+}
+
+// SecurityContext says whom a container's process runs as; a container's
+// own fields override its pod's.
+type SecurityContext struct {
+	RunAsUser    *int64 `json:"runAsUser,omitempty"`
+	RunAsGroup   *int64 `json:"runAsGroup,omitempty"`
+	RunAsNonRoot *bool  `json:"runAsNonRoot,omitempty"`
 }
 
 // Restart policies.
@@ -47,6 +56,8 @@ type Container struct {
 	LivenessProbe  *Probe               `json:"livenessProbe,omitempty"`
 	ReadinessProbe *Probe               `json:"readinessProbe,omitempty"`
 	StartupProbe   *Probe               `json:"startupProbe,omitempty"`
+	// SecurityContext overrides the pod's, field by field.
+	SecurityContext *SecurityContext `json:"securityContext,omitempty"`
 }
 
 // EnvVar is one environment variable.

@@ -40,7 +40,7 @@ func newControllers(g *globals) *cobra.Command {
 	}
 	bf.register(cmd.Flags())
 	cmd.Flags().IntVar(&workers, "workers", 4, "reconcile workers per controller in this process")
-	cmd.Flags().StringVar(&metrics, "metrics-listen", "0.0.0.0:9090", "address serving /metrics and /healthz (empty: none)")
+	cmd.Flags().StringVar(&metrics, "metrics-listen", "127.0.0.1:9090", "address serving /metrics and /healthz (empty: none)")
 	cmd.Flags().StringVar(&identity, "identity", "", "names this process in its claims on keys; one kept across restarts takes them back at once (default: new each start)")
 	cmd.Flags().DurationVar(&grace, "node-grace", 40*time.Second, "a node whose heartbeat is older is marked unreachable")
 	cmd.Flags().DurationVar(&evict, "evict-after", 5*time.Minute, "pods of an unreachable node are deleted this long after")

@@ -40,6 +40,28 @@ type agentOptions struct {
 	grace     time.Duration
 	stopPods  bool
 	backoff   time.Duration
+	podUser   string
+}
+
+const podUserHelp = "UID[:GID] that a pod's processes run as when it names no securityContext.runAsUser (default: the agent's own user)"
+
+// defaultUser reads --pod-user.
+func (o *agentOptions) defaultUser() (*process.Identity, error) {
+	if o.podUser == "" {
+		return nil, nil
+	}
+	u, g, hasGroup := strings.Cut(o.podUser, ":")
+	uid, err := strconv.ParseUint(u, 10, 31)
+	if err != nil {
+		return nil, fmt.Errorf("--pod-user %q: want UID or UID:GID, numbers", o.podUser)
+	}
+	gid := uid
+	if hasGroup {
+		if gid, err = strconv.ParseUint(g, 10, 31); err != nil {
+			return nil, fmt.Errorf("--pod-user %q: want UID or UID:GID, numbers", o.podUser)
+		}
+	}
+	return &process.Identity{UID: uint32(uid), GID: uint32(gid)}, nil
 }
 
 func (o *agentOptions) register(cmd *cobra.Command) {
@@ -56,6 +78,7 @@ func (o *agentOptions) register(cmd *cobra.Command) {
 	f.DurationVar(&o.heartbeat, "heartbeat", 10*time.Second, "how often the heartbeat lease is renewed")
 	f.DurationVar(&o.grace, "grace", 40*time.Second, "heartbeat lease time-to-live: silent this long, the node is unreachable")
 	f.DurationVar(&o.backoff, "restart-backoff", 10*time.Second, "first crash-loop back-off; it doubles up to 5m")
+	f.StringVar(&o.podUser, "pod-user", "", podUserHelp)
 }
 
 func (o *agentOptions) resources() (kinds.ResourceList, error) {
@@ -148,7 +171,11 @@ func runAgent(ctx context.Context, g *globals, o *agentOptions, conn *bus.Conn) 
 		return nodeagent.RunSimulated(ctx, nodeagent.SimConfig{Bus: conn, Logger: log, Nodes: o.simulate, Prefix: o.name,
 			Identity: identity, Delay: o.simDelay, HeartbeatEvery: o.heartbeat, Grace: o.grace})
 	}
-	rt, err := process.New(process.Config{Node: o.name, Agent: identity, Dir: o.dataDir, Logger: log, BackoffBase: o.backoff})
+	podUser, err := o.defaultUser()
+	if err != nil {
+		return err
+	}
+	rt, err := process.New(process.Config{Node: o.name, Agent: identity, Dir: o.dataDir, Logger: log, BackoffBase: o.backoff, DefaultUser: podUser})
 	if err != nil {
 		return fmt.Errorf("--data-dir: %w", err)
 	}
@@ -227,7 +254,7 @@ func newScheduler(g *globals) *cobra.Command {
 		},
 	}
 	bf.register(cmd.Flags())
-	cmd.Flags().StringVar(&metrics, "metrics-listen", "0.0.0.0:9091", "address serving /metrics and /healthz (empty: none)")
+	cmd.Flags().StringVar(&metrics, "metrics-listen", "127.0.0.1:9091", "address serving /metrics and /healthz (empty: none)")
 	host, _ := os.Hostname()
 	cmd.Flags().StringVar(&identity, "identity", host, "this replica's name in the leadership lease; keep it across restarts, make it unique among replicas")
 	return cmd

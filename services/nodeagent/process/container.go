@@ -204,6 +204,16 @@ func (s *supervisor) run(ctx context.Context) bool {
 	policy := s.pr.pod.Spec.RestartPolicy
 	for ctx.Err() == nil {
 		p, err := s.startOrAdopt()
+		if errors.Is(err, ErrRunAs) {
+			// Neither the pod's spec nor the node's setting changes while
+			// the agent runs: the container waits, refused, as in
+			// Kubernetes, and never runs as anyone else.
+			s.set(func(cs *kinds.ContainerStatus) {
+				cs.State = kinds.ContainerState{Waiting: &kinds.StateWaiting{Reason: "CreateContainerConfigError", Message: err.Error()}}
+			})
+			<-ctx.Done()
+			return false
+		}
 		if err != nil {
 			s.set(func(cs *kinds.ContainerStatus) {
 				cs.State = kinds.ContainerState{Waiting: &kinds.StateWaiting{Reason: "RunContainerError", Message: err.Error()}}
@@ -360,12 +370,16 @@ func (s *supervisor) start() (*proc, error) {
 		return nil, err
 	}
 	defer logf.Close()
+	who, err := s.runAs()
+	if err != nil {
+		return nil, err
+	}
 	argv := append(append([]string{}, s.c.Command...), s.c.Args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = s.environ(restarts)
 	cmd.Dir = s.c.WorkingDir
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: credential(who)}
 	if path, err := lookPath(argv[0], cmd.Env); err == nil {
 		cmd.Path, cmd.Err = path, nil
 	}
@@ -396,6 +410,13 @@ func (s *supervisor) start() (*proc, error) {
 	r.register(pod.Metadata.UID, s.c.Name, p)
 	go s.boundLog(p)
 	return p, nil
+}
+
+// runAs is whom the container's processes run as: nil, as the agent.
+func (s *supervisor) runAs() (*Identity, error) {
+	r := s.pr.r
+	return runAs(runAsInput{pod: s.pr.pod.Spec.SecurityContext, container: s.c.SecurityContext,
+		def: r.cfg.DefaultUser, agent: r.agent, primaryGID: primaryGID})
 }
 
 // boundLog keeps the container's log within its size until it exits.

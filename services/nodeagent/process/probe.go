@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/homeostat/homeostat/clock"
@@ -119,8 +120,13 @@ func (s *supervisor) check(ctx context.Context, pr *kinds.Probe, timeout time.Du
 	defer cancel()
 	switch {
 	case pr.Exec != nil:
+		who, err := s.runAs()
+		if err != nil {
+			return err
+		}
 		cmd := exec.CommandContext(ctx, pr.Exec.Command[0], pr.Exec.Command[1:]...)
 		cmd.Env, cmd.Dir = s.environ(0), s.c.WorkingDir
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: credential(who)}
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("%v: %s", err, truncate(string(out), 200))
 		}

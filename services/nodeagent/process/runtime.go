@@ -31,6 +31,9 @@ type Config struct {
 	// Crash-loop backoff: Base doubling to Max, forgotten after a
 	// container runs for Reset (defaults 10s, 5m, 10m).
 	BackoffBase, BackoffMax, BackoffReset time.Duration
+	// DefaultUser is whom a container runs as when neither it nor its pod
+	// names a runAsUser; nil runs it as the agent runs.
+	DefaultUser *Identity
 }
 
 // Runtime runs containers as processes.
@@ -38,6 +41,8 @@ type Runtime struct {
 	cfg     Config
 	log     *slog.Logger
 	cgroups bool
+	// agent is whom the agent runs as.
+	agent Identity
 
 	mu      sync.Mutex
 	procs   map[string]map[string]*proc // pod uid -> container -> process
@@ -78,7 +83,11 @@ func New(cfg Config) (*Runtime, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	r := &Runtime{cfg: cfg, log: log, procs: map[string]map[string]*proc{}, adopted: map[string]map[string]found{}}
+	r := &Runtime{cfg: cfg, log: log, procs: map[string]map[string]*proc{}, adopted: map[string]map[string]found{},
+		agent: Identity{UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}}
+	if r.agent.UID == 0 && cfg.DefaultUser == nil {
+		log.Warn("the node agent runs as root and has no default pod user: a pod that names no securityContext.runAsUser runs as root; set one with --pod-user")
+	}
 	ok, why := cgroupsAvailable()
 	r.cgroups = ok
 	if !ok {
