@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
@@ -44,23 +45,23 @@ func (s *secureFlags) register(fs *pflag.FlagSet) {
 
 // apply secures cfg for an API listening on addr with the authority kept
 // in dataDir (made on first start), and writes the admin kubeconfig
-// there; it returns the kubeconfig's path, or "" when plaintext.
-func (s *secureFlags) apply(cfg *api.Config, dataDir string, addr net.Addr) (string, error) {
+// there; it returns that file, nil when plaintext.
+func (s *secureFlags) apply(cfg *api.Config, dataDir string, addr net.Addr) (*adminFile, error) {
 	level, err := audit.ParseLevel(s.auditLevel)
 	if err != nil {
-		return "", fmt.Errorf("--audit-level: %w", err)
+		return nil, fmt.Errorf("--audit-level: %w", err)
 	}
 	cfg.Audit = api.AuditConfig{Level: level, MaxAge: s.auditMaxAge}
 	cfg.Limits = s.limits
 	if s.plaintext {
 		fmt.Fprintln(os.Stderr, "WARNING: --insecure-plaintext: the API serves plain HTTP and authenticates no one; anyone who reaches it may do anything.")
 		cfg.InsecurePlaintext = true
-		return "", nil
+		return nil, nil
 	}
 	dir := filepath.Join(dataDir, "pki")
 	ca, err := pki.LoadOrCreateCA(dir)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	host, port, _ := net.SplitHostPort(addr.String())
 	hosts := []string{"127.0.0.1", "localhost"}
@@ -73,14 +74,40 @@ func (s *secureFlags) apply(cfg *api.Config, dataDir string, addr net.Addr) (str
 	hosts = append(hosts, s.sans...)
 	serving, err := pki.NewServing(ca, pki.ServingOptions{Dir: dir, Name: "api", Hosts: hosts})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	cfg.TLS = &tls.Config{GetCertificate: serving.GetCertificate, ClientCAs: ca.Pool(), MinVersion: tls.VersionTLS12}
 	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
 		host = "127.0.0.1"
 	}
-	path := filepath.Join(dataDir, adminKubeconfig)
-	return path, writeAdminKubeconfig(ca, path, "https://"+net.JoinHostPort(host, port))
+	admin := &adminFile{ca: ca, path: filepath.Join(dataDir, adminKubeconfig), server: "https://" + net.JoinHostPort(host, port)}
+	return admin, admin.write()
+}
+
+// adminFile is the admin kubeconfig an API keeps current.
+type adminFile struct {
+	ca           *pki.Authority
+	path, server string
+}
+
+func (a *adminFile) write() error { return writeAdminKubeconfig(a.ca, a.path, a.server) }
+
+// keepCurrent issues the admin identity again whenever it is due, checking
+// every interval until ctx ends, so that a long-running server's
+// kubeconfig never expires under its users.
+func (a *adminFile) keepCurrent(ctx context.Context, log *slog.Logger, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := a.write(); err != nil {
+				log.Error("renewing the admin kubeconfig", "path", a.path, "err", err)
+			}
+		}
+	}
 }
 
 // writeAdminKubeconfig writes a kubeconfig for the admin identity (in
@@ -124,6 +151,24 @@ type servedAPI struct {
 	svc        *api.Service
 	url        string
 	kubeconfig string // "" when plaintext
+	admin      *adminFile
+	log        *slog.Logger
+}
+
+// adminRenewEvery is how often a running API looks whether the admin
+// identity is due: far more often than the third of its year-long
+// lifetime at which it is.
+const adminRenewEvery = time.Hour
+
+// Run serves until ctx ends, keeping the admin kubeconfig current.
+func (a *servedAPI) Run(ctx context.Context) error {
+	if a.admin != nil {
+		done := make(chan struct{})
+		ctx, cancel := context.WithCancel(ctx)
+		go func() { defer close(done); a.admin.keepCurrent(ctx, a.log, adminRenewEvery) }()
+		defer func() { cancel(); <-done }()
+	}
+	return a.svc.Run(ctx)
 }
 
 // serveAPI listens on listen and builds the API over conn, secured as the
@@ -134,7 +179,7 @@ func (s *secureFlags) serveAPI(conn *bus.Conn, log *slog.Logger, listen, dataDir
 		return nil, fmt.Errorf("--listen: %w", err)
 	}
 	cfg := api.Config{Bus: conn, Listener: ln, Logger: log, Extra: metricsHandlers()}
-	kc, err := s.apply(&cfg, dataDir, ln.Addr())
+	admin, err := s.apply(&cfg, dataDir, ln.Addr())
 	if err != nil {
 		ln.Close()
 		return nil, err
@@ -144,7 +189,11 @@ func (s *secureFlags) serveAPI(conn *bus.Conn, log *slog.Logger, listen, dataDir
 		ln.Close()
 		return nil, err
 	}
-	return &servedAPI{svc: svc, url: apiURL(cfg, ln.Addr()), kubeconfig: kc}, nil
+	served := &servedAPI{svc: svc, url: apiURL(cfg, ln.Addr()), admin: admin, log: log}
+	if admin != nil {
+		served.kubeconfig = admin.path
+	}
+	return served, nil
 }
 
 // apiURL is the URL an API configured by cfg answers on at addr.

@@ -101,7 +101,7 @@ func newAPI(g *globals) *cobra.Command {
 					return err
 				}
 				log.Info("api", "url", a.url, "kubeconfig", a.kubeconfig)
-				return a.svc.Run(ctx)
+				return a.Run(ctx)
 			})
 		},
 	}

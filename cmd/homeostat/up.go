@@ -129,7 +129,7 @@ func runUp(ctx context.Context, g *globals, o *upOptions) error {
 	if err != nil {
 		return err
 	}
-	runs := []func(context.Context) error{served.svc.Run, ctrl.Run, sched.Run}
+	runs := []func(context.Context) error{served.Run, ctrl.Run, sched.Run}
 	if !o.noAgent {
 		a := o.agent
 		a.dataDir = filepath.Join(o.dataDir, "agent")
