@@ -7,16 +7,19 @@ package compose_test
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/homeostat/homeostat/client"
 	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/kubeconfig"
 	"github.com/homeostat/homeostat/manifest"
 	"github.com/homeostat/homeostat/testenv/poll"
 )
@@ -102,6 +105,47 @@ func apply(t *testing.T, c *client.Client, y string) {
 	})
 }
 
+// adminTarget is the admin kubeconfig the API replicas write in their
+// shared data directory, once one has.
+func adminTarget(t *testing.T) *kubeconfig.Target {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "admin.kubeconfig")
+	id := strings.TrimSpace(compose(t, "ps", "-q", "api1"))
+	poll.Until(t, "the admin kubeconfig", 3*time.Minute, func() bool {
+		return exec.Command("docker", "cp", id+":/data/admin.kubeconfig", file).Run() == nil
+	})
+	cfg, err := kubeconfig.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, err := cfg.Target("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return target
+}
+
+// refusesStrangers: the API answers a request without credentials with
+// 401, and plain HTTP not at all.
+func refusesStrangers(t *testing.T, base, addr string, admin *kubeconfig.Target) {
+	t.Helper()
+	anonymous := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: admin.TLS.RootCAs}}}
+	resp, err := anonymous.Get(base + "/api/v1/pods")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a request without credentials: %d, want 401", resp.StatusCode)
+	}
+	if resp, err := http.Get("http://" + addr + "/api/v1/pods"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Fatal("the API answered plain HTTP")
+		}
+	}
+}
+
 const web = `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}
@@ -123,16 +167,19 @@ func TestClusterSurvivesLosingANATSNodeAndAController(t *testing.T) {
 	}
 	t.Cleanup(func() { compose(t, "down", "-v", "--remove-orphans") })
 	compose(t, "up", "-d", "--scale", "controllers=3")
-	base := "http://" + strings.TrimSpace(compose(t, "port", "api1", "6440"))
-	c := client.New(base, nil)
+	addr := strings.TrimSpace(compose(t, "port", "api1", "6440"))
+	base := "https://" + addr
+	target := adminTarget(t)
+	c := client.New(base, target.HTTPClient())
 	poll.Until(t, "the API", 3*time.Minute, func() bool {
-		resp, err := http.Get(base + "/readyz")
+		resp, err := target.HTTPClient().Get(base + "/readyz")
 		if err != nil {
 			return false
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
+	refusesStrangers(t, base, addr, target)
 	poll.Until(t, "22 nodes", 2*time.Minute, func() bool {
 		res, err := c.ResourceFor(context.Background(), "nodes")
 		if err != nil {
