@@ -54,6 +54,15 @@ func (a *AuditLog) Append(ctx context.Context, verb, id string, data []byte) err
 	return err
 }
 
+// AppendAsync hands one record to the connection and returns without
+// waiting for the store: for a refused or failed request, which changed
+// nothing and must not wait out an unavailable store. A record held while
+// the connection is down is sent once it is back.
+func (a *AuditLog) AppendAsync(verb, id string, data []byte) error {
+	_, err := a.conn.js.PublishMsgAsync(&nats.Msg{Subject: auditPrefix + subjectToken(verb), Data: data}, jetstream.WithMsgID(id))
+	return translate(err)
+}
+
 // Read calls fn with every record stored since the given time (all when
 // zero), of the verb when one is given, oldest first, until the last one
 // stored when the read began, or until fn returns an error, which Read

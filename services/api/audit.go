@@ -119,7 +119,15 @@ func (s *Service) record(r *http.Request, note *auditNote, code int, received ti
 		s.log.Error("audit: a request answered before the audit log was open is not recorded", "user", ev.User.Username, "verb", ev.Verb, "uri", ev.RequestURI, "code", code)
 		return
 	}
-	if err := log.Append(ctx, a.Verb, ev.AuditID, data); err != nil {
+	// What changed the store is recorded before the client hears of it;
+	// what did not is sent without waiting, so that a store that is down
+	// does not slow each refusal by its retries.
+	if code >= 300 {
+		err = log.AppendAsync(a.Verb, ev.AuditID, data)
+	} else {
+		err = log.Append(ctx, a.Verb, ev.AuditID, data)
+	}
+	if err != nil {
 		s.log.Error("audit: a request is not recorded", "user", ev.User.Username, "verb", ev.Verb, "uri", ev.RequestURI, "code", code, "err", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,51 +79,62 @@ func TestAuditRecordsEveryWrite(t *testing.T) {
 		t.Fatalf("alice's read: %d", c)
 	}
 
-	events := auditList(t, base, url.Values{"limit": {"1000"}})
-	created := map[string]audit.Event{}
-	var deleted, refused, unauthenticated, reads int
-	for _, e := range events {
-		if e.ObjectRef == nil || e.ObjectRef.Resource != "pods" {
-			continue
-		}
-		switch {
-		case e.Verb == "create" && e.ResponseStatus.Code == 201:
-			created[e.ObjectRef.Name] = e
-		case e.Verb == "delete" && e.ResponseStatus.Code == 200:
-			deleted++
-			if e.User.Username != "admin" || e.ImpersonatedUser == nil || e.ImpersonatedUser.Username != "alice" || e.ObjectRef.Name != "p-00" {
-				t.Errorf("impersonated delete recorded as %+v", e)
+	// Refusals are recorded without the client waiting for the store:
+	// poll until the log holds everything, then report what it does not.
+	var problems []string
+	errorf := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	check := func() bool {
+		problems = problems[:0]
+		events := auditList(t, base, url.Values{"limit": {"1000"}})
+		created := map[string]audit.Event{}
+		var deleted, refused, unauthenticated, reads int
+		for _, e := range events {
+			if e.ObjectRef == nil || e.ObjectRef.Resource != "pods" {
+				continue
 			}
-		case e.ResponseStatus.Code == 403:
-			refused++
-			if e.User.Username != "bob" || e.Annotations[audit.AnnotationDecision] != "forbid" {
-				t.Errorf("refusal recorded as %+v", e)
+			switch {
+			case e.Verb == "create" && e.ResponseStatus.Code == 201:
+				created[e.ObjectRef.Name] = e
+			case e.Verb == "delete" && e.ResponseStatus.Code == 200:
+				deleted++
+				if e.User.Username != "admin" || e.ImpersonatedUser == nil || e.ImpersonatedUser.Username != "alice" || e.ObjectRef.Name != "p-00" {
+					errorf("impersonated delete recorded as %+v", e)
+				}
+			case e.ResponseStatus.Code == 403:
+				refused++
+				if e.User.Username != "bob" || e.Annotations[audit.AnnotationDecision] != "forbid" {
+					errorf("refusal recorded as %+v", e)
+				}
+			case e.ResponseStatus.Code == 401:
+				unauthenticated++
+				if e.User.Username != api.UserAnonymous || e.Verb != "delete" {
+					errorf("unauthenticated request recorded as %+v", e)
+				}
+			case e.Verb == "get" || e.Verb == "list":
+				reads++
 			}
-		case e.ResponseStatus.Code == 401:
-			unauthenticated++
-			if e.User.Username != api.UserAnonymous || e.Verb != "delete" {
-				t.Errorf("unauthenticated request recorded as %+v", e)
+		}
+		for name, who := range want {
+			e, ok := created[name]
+			switch {
+			case !ok:
+				errorf("create of %s missing from the audit log", name)
+			case e.User.Username != who:
+				errorf("create of %s recorded as %q's, want %q's", name, e.User.Username, who)
+			case e.ObjectRef.Namespace != "team" || e.Annotations[audit.AnnotationTraceID] == "" || e.AuditID == "" || e.RequestReceivedTimestamp.IsZero():
+				errorf("create of %s recorded without namespace, trace, id or time: %+v", name, e)
 			}
-		case e.Verb == "get" || e.Verb == "list":
-			reads++
 		}
-	}
-	for name, who := range want {
-		e, ok := created[name]
-		switch {
-		case !ok:
-			t.Errorf("create of %s missing from the audit log", name)
-		case e.User.Username != who:
-			t.Errorf("create of %s recorded as %q's, want %q's", name, e.User.Username, who)
-		case e.ObjectRef.Namespace != "team" || e.Annotations[audit.AnnotationTraceID] == "" || e.AuditID == "" || e.RequestReceivedTimestamp.IsZero():
-			t.Errorf("create of %s recorded without namespace, trace, id or time: %+v", name, e)
+		if e, ok := created[gen.obj.Metadata.Name]; !ok || e.User.Username != "admin" {
+			errorf("create of the generated %q: %+v, %v", gen.obj.Metadata.Name, e, ok)
 		}
+		if len(created) != n+1 || deleted != 1 || refused != 1 || unauthenticated != 1 || reads != 0 {
+			errorf("recorded %d creates, %d deletes, %d refusals, %d unauthenticated, %d reads; want %d, 1, 1, 1, 0", len(created), deleted, refused, unauthenticated, reads, n+1)
+		}
+		return len(problems) == 0
 	}
-	if e, ok := created[gen.obj.Metadata.Name]; !ok || e.User.Username != "admin" {
-		t.Errorf("create of the generated %q: %+v, %v", gen.obj.Metadata.Name, e, ok)
-	}
-	if len(created) != n+1 || deleted != 1 || refused != 1 || unauthenticated != 1 || reads != 0 {
-		t.Errorf("recorded %d creates, %d deletes, %d refusals, %d unauthenticated, %d reads; want %d, 1, 1, 1, 0", len(created), deleted, refused, unauthenticated, reads, n+1)
+	if !poll.Within(20*time.Second, check) {
+		t.Fatalf("the audit log:\n%s", strings.Join(problems, "\n"))
 	}
 
 	// The filters.
