@@ -136,8 +136,8 @@ type concurrentWriters struct {
 	errs       chan error
 }
 
-// startConcurrentWriters starts four updaters and two creators, writing
-// until ctx ends.
+// startConcurrentWriters starts four updaters, writing until ctx ends, and
+// two creators.
 func startConcurrentWriters(ctx context.Context, s *bus.Store, namespaces []string, acked *ackedWrites) *concurrentWriters {
 	w := &concurrentWriters{ctx: ctx, s: s, namespaces: namespaces, acked: acked, errs: make(chan error, 16)}
 	for u := range 4 { // updaters
@@ -195,10 +195,28 @@ func (w *concurrentWriters) update(u int) {
 	}
 }
 
-// create keeps creating new widgets until the writers stop or it fails.
+// maxCreates bounds each creator: the lists check what they hold, not
+// how long reading an ever-growing set takes. Unbounded, on one core, the
+// set grew until a list of every namespace outlasted the bus's request
+// timeout and answered unavailable.
+const (
+	maxCreates  = 150
+	createEvery = 5 * time.Millisecond
+)
+
+// create keeps creating new widgets, up to maxCreates, one each
+// createEvery so that creates go on while the lists run, until the
+// writers stop or it fails.
 func (w *concurrentWriters) create(cr int) {
 	defer w.wg.Done()
-	for i := 0; w.ctx.Err() == nil; i++ {
+	pace := time.NewTicker(createEvery)
+	defer pace.Stop()
+	for i := 0; w.ctx.Err() == nil && i < maxCreates; i++ {
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-pace.C:
+		}
 		o := widget(w.namespaces[i%len(w.namespaces)], fmt.Sprintf("new-%d-%d", cr, i), `{}`, nil)
 		n, err := w.s.Create(w.ctx, o)
 		if err != nil {
