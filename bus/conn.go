@@ -31,6 +31,9 @@ type Config struct {
 	URLs string
 	// CredsFile is a NATS credentials file for an external deployment.
 	CredsFile string
+	// NKeySeed authenticates the connection (to an external deployment or
+	// an embedded server with Users) with an NKey.
+	NKeySeed []byte
 	// TLS, when set, is used for an external deployment.
 	TLS *tls.Config
 	// Embedded starts a NATS server in this process.
@@ -56,6 +59,9 @@ type EmbeddedConfig struct {
 	SyncAlways bool
 	// ServerName names the server in JetStream; "homeostat" when empty.
 	ServerName string
+	// Users, when any, are the only clients the server accepts, each with
+	// its permissions; none accepts every client.
+	Users []User
 }
 
 // requestTimeout bounds each request to the bus, whatever the caller's
@@ -146,6 +152,13 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("bus reconnected", "url", nc.ConnectedUrlRedacted()) }),
 		nats.ClosedHandler(func(*nats.Conn) { close(c.closed) }),
 	}
+	if cfg.NKeySeed != nil {
+		o, err := nkeyOption(cfg.NKeySeed)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, o)
+	}
 	url := cfg.URLs
 	if cfg.Embedded != nil {
 		srv, err := startEmbedded(*cfg.Embedded)
@@ -220,6 +233,9 @@ func startEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 		SyncAlways: cfg.SyncAlways,
 		NoSigs:     true,
 		NoLog:      true,
+	}
+	if len(cfg.Users) > 0 {
+		opts.Nkeys = serverUsers(cfg.Users)
 	}
 	if opts.Host == "" {
 		opts.Host = "127.0.0.1"

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 )
 
 // LastSeq exposes lastSeq to the external tests.
@@ -22,4 +24,20 @@ func StreamMaxAge(t testing.TB, c *Conn, stream string) time.Duration {
 		t.Fatal(err)
 	}
 	return st.CachedInfo().Config.MaxAge
+}
+
+// RawConnForTest is a plain NATS connection authenticated with seed, whose
+// asynchronous errors go to onErr, for tests of the server's permissions.
+func RawConnForTest(t testing.TB, url string, seed []byte, onErr func(error)) *nats.Conn {
+	t.Helper()
+	o, err := nkeyOption(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(url, o, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { onErr(err) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
 }

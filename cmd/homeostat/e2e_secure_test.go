@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/homeostat/homeostat/kubeconfig"
 	"github.com/homeostat/homeostat/object"
@@ -154,4 +157,41 @@ func TestServiceAccountTokens(t *testing.T) {
 	if _, errOut, err := s.run("", "token", "create", "ci", "--ttl", "1m"); err == nil || !strings.Contains(errOut, "at least 10m") {
 		t.Fatalf("token create --ttl 1m: %v\n%s", err, errOut)
 	}
+}
+
+// TestNATSNeedsAKey: the NATS server of up refuses a client without a key
+// it made, and a node agent in another process joins with the one it
+// wrote for agents.
+func TestNATSNeedsAKey(t *testing.T) {
+	dir := t.TempDir()
+	s := startUp(t, dir, "--no-agent")
+	if nc, err := nats.Connect(s.nats, nats.MaxReconnects(0)); err == nil {
+		nc.Close()
+		t.Fatal("up's NATS server let in a client without a key")
+	}
+	key := filepath.Join(dir, "nats", "agent.nk")
+	if fi, err := os.Stat(key); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("%s: %v, want a file readable by its owner only", key, err)
+	}
+	agent := func(ctx context.Context, name string, extra ...string) *exec.Cmd {
+		args := append([]string{"nodeagent", "--nats", s.nats, "--name", name, "--data-dir", t.TempDir()}, extra...)
+		return exec.CommandContext(ctx, binary(t), args...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if out, err := agent(ctx, "keyless").CombinedOutput(); err == nil || !strings.Contains(strings.ToLower(string(out)), "authorization") {
+		t.Fatalf("an agent without the key: %v\n%s", err, out)
+	}
+	actx, stop := context.WithCancel(context.Background())
+	cmd := agent(actx, "outside", "--nats-nkey", key)
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stop(); _ = cmd.Wait() })
+	poll.Until(t, "the outside agent's node Ready", 30*time.Second, func() bool {
+		o, _, err := s.run("", "get", "node", "outside")
+		return err == nil && strings.Contains(o, "Ready") && !strings.Contains(o, "NotReady")
+	})
 }

@@ -20,6 +20,7 @@ import (
 type busFlags struct {
 	urls     string
 	creds    string
+	nkey     string
 	tlsCA    string
 	tlsCert  string
 	tlsKey   string
@@ -29,6 +30,7 @@ type busFlags struct {
 func (b *busFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&b.urls, "nats", envOr("HOMEOSTAT_NATS", "nats://127.0.0.1:4222"), "NATS server URLs, comma-separated ($HOMEOSTAT_NATS)")
 	fs.StringVar(&b.creds, "nats-creds", "", "NATS credentials file")
+	fs.StringVar(&b.nkey, "nats-nkey", "", "file holding the NKey seed to authenticate to NATS with (up writes one for agents: <data-dir>/nats/agent.nk)")
 	fs.StringVar(&b.tlsCA, "nats-tls-ca", "", "CA bundle that signs the NATS servers' certificates")
 	fs.StringVar(&b.tlsCert, "nats-tls-cert", "", "client certificate for NATS (with --nats-tls-key)")
 	fs.StringVar(&b.tlsKey, "nats-tls-key", "", "client key for NATS")
@@ -37,6 +39,13 @@ func (b *busFlags) register(fs *pflag.FlagSet) {
 
 func (b *busFlags) connect(ctx context.Context, name string, log *slog.Logger) (*bus.Conn, error) {
 	cfg := bus.Config{URLs: b.urls, CredsFile: b.creds, Replicas: b.replicas, Name: name, Logger: log}
+	if b.nkey != "" {
+		seed, err := os.ReadFile(b.nkey)
+		if err != nil {
+			return nil, fmt.Errorf("--nats-nkey: %w", err)
+		}
+		cfg.NKeySeed = seed
+	}
 	if b.tlsCA != "" || b.tlsCert != "" {
 		tc := &tls.Config{MinVersion: tls.VersionTLS12}
 		if b.tlsCA != "" {

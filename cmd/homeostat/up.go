@@ -90,9 +90,17 @@ func runUp(ctx context.Context, g *globals, o *upOptions) error {
 	if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
 		return fmt.Errorf("--data-dir: %w", err)
 	}
+	keys, err := loadOrCreateNATSKeys(o.dataDir)
+	if err != nil {
+		return fmt.Errorf("--data-dir: NATS keys: %w", err)
+	}
+	users, err := keys.users()
+	if err != nil {
+		return err
+	}
 	conn, err := bus.Connect(ctx, bus.Config{
-		Embedded: &bus.EmbeddedConfig{DataDir: o.dataDir, Host: host, Port: port, SyncAlways: o.fsync == "always"},
-		Name:     "homeostat-up", Logger: log,
+		Embedded: &bus.EmbeddedConfig{DataDir: o.dataDir, Host: host, Port: port, SyncAlways: o.fsync == "always", Users: users},
+		Name:     "homeostat-up", Logger: log, NKeySeed: keys.internal,
 	})
 	if err != nil {
 		return err
@@ -113,7 +121,8 @@ func runUp(ctx context.Context, g *globals, o *upOptions) error {
 	if served.kubeconfig != "" {
 		fmt.Printf("  Kubeconfig: %s (export KUBECONFIG=%s for kubectl)\n", served.kubeconfig, served.kubeconfig)
 	}
-	fmt.Printf("  NATS: %s\n  Data: %s\nPress Ctrl-C to stop.\n", conn.ClientURL(), o.dataDir)
+	fmt.Printf("  NATS: %s (agents in other processes: --nats-nkey %s)\n  Data: %s\nPress Ctrl-C to stop.\n",
+		conn.ClientURL(), keys.agentFile, o.dataDir)
 	// The in-process scheduler and controllers are the same replica across
 	// restarts over one data directory, so that they take their own lease
 	// and claims back at once.
