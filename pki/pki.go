@@ -44,6 +44,9 @@ const (
 	ServerAuth Usage = iota
 	// ClientAuth certificates identify a client.
 	ClientAuth
+	// PeerAuth certificates are both: the members of a cluster serve them
+	// and present them to each other.
+	PeerAuth
 )
 
 // Request describes a certificate to issue.
@@ -191,8 +194,11 @@ func (a *Authority) Issue(r Request) (*Issued, error) {
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 	}
 	switch r.Usage {
-	case ServerAuth:
+	case ServerAuth, PeerAuth:
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		if r.Usage == PeerAuth {
+			tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
+		}
 		for _, h := range r.Hosts {
 			if ip := net.ParseIP(h); ip != nil {
 				tmpl.IPAddresses = append(tmpl.IPAddresses, ip)

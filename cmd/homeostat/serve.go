@@ -31,7 +31,7 @@ func (b *busFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&b.urls, "nats", envOr("HOMEOSTAT_NATS", "nats://127.0.0.1:4222"), "NATS server URLs, comma-separated ($HOMEOSTAT_NATS)")
 	fs.StringVar(&b.creds, "nats-creds", "", "NATS credentials file")
 	fs.StringVar(&b.nkey, "nats-nkey", "", "file holding the NKey seed to authenticate to NATS with (up writes one for agents: <data-dir>/nats/agent.nk)")
-	fs.StringVar(&b.tlsCA, "nats-tls-ca", "", "CA bundle that signs the NATS servers' certificates")
+	fs.StringVar(&b.tlsCA, "nats-tls-ca", os.Getenv("HOMEOSTAT_NATS_TLS_CA"), "CA bundle that signs the NATS servers' certificates ($HOMEOSTAT_NATS_TLS_CA)")
 	fs.StringVar(&b.tlsCert, "nats-tls-cert", "", "client certificate for NATS (with --nats-tls-key)")
 	fs.StringVar(&b.tlsKey, "nats-tls-key", "", "client key for NATS")
 	fs.IntVar(&b.replicas, "replicas", 1, "replicas of every bucket and stream (3 in a 3-node cluster)")

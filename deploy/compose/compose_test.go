@@ -146,6 +146,21 @@ func refusesStrangers(t *testing.T, base, addr string, admin *kubeconfig.Target)
 	}
 }
 
+// natsRefusesPlaintext: a client that does not trust the cluster's
+// authority cannot connect to NATS, which speaks TLS only.
+func natsRefusesPlaintext(t *testing.T) {
+	t.Helper()
+	cmd := exec.Command("docker-compose", "-p", project, "-f", "docker-compose.yml", "run", "--rm", "--no-deps",
+		"-e", "HOMEOSTAT_NATS_TLS_CA=", "-e", "HOMEOSTAT_NATS=nats://nats1:4222", "scheduler1", "scheduler")
+	port, _ := os.LookupEnv("HOMEOSTAT_API_PORT")
+	cmd.Env = append(os.Environ(), "HOMEOSTAT_API_PORT="+port)
+	out, err := cmd.CombinedOutput()
+	low := strings.ToLower(string(out))
+	if err == nil || !(strings.Contains(low, "tls") || strings.Contains(low, "x509") || strings.Contains(low, "certificate")) {
+		t.Fatalf("a client without the cluster's authority: %v\n%s", err, out)
+	}
+}
+
 const web = `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}
@@ -180,6 +195,7 @@ func TestClusterSurvivesLosingANATSNodeAndAController(t *testing.T) {
 		return resp.StatusCode == http.StatusOK
 	})
 	refusesStrangers(t, base, addr, target)
+	natsRefusesPlaintext(t)
 	poll.Until(t, "22 nodes", 2*time.Minute, func() bool {
 		res, err := c.ResourceFor(context.Background(), "nodes")
 		if err != nil {
