@@ -217,3 +217,23 @@ func TestLoadCA(t *testing.T) {
 		t.Fatal("the authority's certificate was replaced")
 	}
 }
+
+// A peer certificate is served and presented by cluster members alike.
+func TestPeerCertificate(t *testing.T) {
+	a, err := pki.LoadOrCreateCA(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	is, err := a.Issue(pki.Request{CommonName: "nats", Hosts: []string{"nats1", "10.0.0.1"}, Usage: pki.PeerAuth, Lifetime: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
+		if _, err := is.Cert.Verify(x509.VerifyOptions{Roots: a.Pool(), DNSName: "nats1", KeyUsages: []x509.ExtKeyUsage{u}}); err != nil {
+			t.Errorf("as %v: %v", u, err)
+		}
+	}
+	if len(is.Cert.IPAddresses) != 1 || is.Cert.IPAddresses[0].String() != "10.0.0.1" {
+		t.Errorf("IP SANs %v", is.Cert.IPAddresses)
+	}
+}
