@@ -21,12 +21,14 @@ var junk = []string{
 
 // writeBadValues writes n bad values under fresh keys of the registers
 // (never the keys the clients use, whose histories the checker reads)
-// through a connection of its own, and returns their keys.
-func writeBadValues(ctx context.Context, natsURL string, replicas, n int) ([]string, error) {
-	if natsURL == "" {
+// through a connection of its own (cfg, named here), and returns their
+// keys.
+func writeBadValues(ctx context.Context, cfg bus.Config, n int) ([]string, error) {
+	if cfg.URLs == "" {
 		return nil, fmt.Errorf("chaos: no NATS address to write bad values through")
 	}
-	conn, err := bus.Connect(ctx, bus.Config{URLs: natsURL, Name: "chaos-bad-values", Replicas: replicas})
+	cfg.Name = "chaos-bad-values"
+	conn, err := bus.Connect(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

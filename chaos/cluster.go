@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/client"
 	"github.com/homeostat/homeostat/clock"
 	"github.com/homeostat/homeostat/kubeconfig"
@@ -349,7 +350,7 @@ func (c *cluster) client(i int) *client.Client {
 func (c *cluster) node() string { return c.real }
 
 func (c *cluster) badValues(ctx context.Context, n int) ([]string, error) {
-	return writeBadValues(ctx, c.natsURLs(), 3, n)
+	return writeBadValues(ctx, bus.Config{URLs: c.natsURLs(), Replicas: 3}, n)
 }
 
 // faults of a cluster: each NATS node killed, frozen or cut off from the

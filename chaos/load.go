@@ -75,7 +75,11 @@ func ReadLoad(ctx context.Context, opts LoadOptions) (*LoadReport, error) {
 			return nil, err
 		}
 	}
-	conn, err := bus.Connect(ctx, bus.Config{URLs: sys.natsURL(), Name: "chaos-load"})
+	cfg, err := sys.busConfig("chaos-load")
+	if err != nil {
+		return nil, err
+	}
+	conn, err := bus.Connect(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

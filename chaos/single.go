@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/client"
 	"github.com/homeostat/homeostat/clock"
 	"github.com/homeostat/homeostat/kubeconfig"
@@ -121,10 +122,18 @@ func (s *single) client(int) *client.Client {
 	return c
 }
 
-func (s *single) natsURL() string {
+// busConfig reaches up's NATS server as up's own roles do, with the key
+// it keeps in its data directory: the harness writes what no client of
+// the API could.
+func (s *single) busConfig(name string) (bus.Config, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.nats
+	url := s.nats
+	s.mu.Unlock()
+	seed, err := os.ReadFile(filepath.Join(s.dir, "data", "nats", "homeostat.nk"))
+	if err != nil {
+		return bus.Config{}, fmt.Errorf("chaos: up's NATS key: %w", err)
+	}
+	return bus.Config{URLs: url, NKeySeed: seed, Name: name, Replicas: 1}, nil
 }
 
 // faults of a single process: kill -9 and start again over the same data.
@@ -146,7 +155,11 @@ func (s *single) close() {
 func (s *single) node() string { return s.nodeName }
 
 func (s *single) badValues(ctx context.Context, n int) ([]string, error) {
-	return writeBadValues(ctx, s.natsURL(), 1, n)
+	cfg, err := s.busConfig("")
+	if err != nil {
+		return nil, err
+	}
+	return writeBadValues(ctx, cfg, n)
 }
 
 // fault is one way to break the system: inject breaks it, heal (when set)
