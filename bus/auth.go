@@ -1,82 +1,71 @@
 package bus
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
-	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nkeys"
 )
 
-// User is a client an embedded server accepts: it proves it holds the
-// seed of its NKey, and may publish and subscribe only as its rules say.
-type User struct {
-	// Name is for errors and logs.
-	Name string
-	// NKey is the user's public key (it begins with U).
-	NKey string
-	// Publish and Subscribe: subjects allowed (all when empty) and, among
-	// them, denied.
-	Publish, Subscribe Subjects
-}
-
-// Subjects allow and deny subjects, with NATS wildcards.
-type Subjects struct {
-	Allow, Deny []string
-}
-
-// NewUserKey makes an NKey for a user: its seed, kept secret by whoever
-// connects with it, and its public key, given to the server.
-func NewUserKey() (seed []byte, public string, err error) {
-	kp, err := nkeys.CreateUser()
+// credsOption authenticates a connection with credentials given whole: a
+// user JWT and the seed of its key, as a NATS credentials file holds them.
+func credsOption(creds []byte) (nats.Option, error) {
+	token, err := jwt.ParseDecoratedJWT(creds)
 	if err != nil {
-		return nil, "", err
+		return nil, fmt.Errorf("bus: not NATS credentials: %w", err)
 	}
-	if seed, err = kp.Seed(); err != nil {
-		return nil, "", err
+	kp, err := jwt.ParseDecoratedNKey(creds)
+	if err != nil {
+		return nil, fmt.Errorf("bus: not NATS credentials: %w", err)
 	}
-	public, err = kp.PublicKey()
-	return seed, public, err
+	seed, err := kp.Seed()
+	if err != nil {
+		return nil, fmt.Errorf("bus: not NATS credentials: %w", err)
+	}
+	return nats.UserJWTAndSeed(token, string(seed)), nil
 }
 
-// PublicKey is the public key of a user's seed.
-func PublicKey(seed []byte) (string, error) {
-	kp, err := nkeys.FromSeed(seed)
+// nodeUserPrefix begins the name of a node's user in its credentials.
+const nodeUserPrefix = "node:"
+
+// credsNode is the node whose agent's credentials creds are; empty for
+// other credentials.
+func credsNode(creds []byte) string {
+	token, err := jwt.ParseDecoratedJWT(creds)
 	if err != nil {
-		return "", fmt.Errorf("bus: not an NKey seed: %w", err)
+		return ""
 	}
-	return kp.PublicKey()
+	uc, err := jwt.DecodeUserClaims(token)
+	if err != nil {
+		return ""
+	}
+	node, ok := strings.CutPrefix(uc.Name, nodeUserPrefix)
+	if !ok {
+		return ""
+	}
+	return node
 }
 
-// nkeyOption authenticates a connection with a seed.
-func nkeyOption(seed []byte) (nats.Option, error) {
-	kp, err := nkeys.FromSeed(seed)
+// adoptUnauthenticatedStore moves the streams of a server that accepted
+// every client (JetStream keeps them under the global account, $G) to the
+// operator's account, so that a data directory made before authentication
+// keeps its objects. Nothing happens when the account has streams already.
+func adoptUnauthenticatedStore(dataDir string, o *Operator) error {
+	acct, err := o.AccountKey()
 	if err != nil {
-		return nil, fmt.Errorf("bus: not an NKey seed: %w", err)
+		return err
 	}
-	public, err := kp.PublicKey()
-	if err != nil {
-		return nil, err
+	global := filepath.Join(dataDir, "jetstream", "$G")
+	mine := filepath.Join(dataDir, "jetstream", acct)
+	if _, err := os.Stat(global); errors.Is(err, os.ErrNotExist) {
+		return nil
 	}
-	return nats.Nkey(public, kp.Sign), nil
-}
-
-// serverUsers are the server's NKey users with their permissions.
-func serverUsers(users []User) []*server.NkeyUser {
-	out := make([]*server.NkeyUser, 0, len(users))
-	for _, u := range users {
-		perm := func(s Subjects) *server.SubjectPermission {
-			if len(s.Allow) == 0 && len(s.Deny) == 0 {
-				return nil
-			}
-			return &server.SubjectPermission{Allow: s.Allow, Deny: s.Deny}
-		}
-		nu := &server.NkeyUser{Nkey: u.NKey}
-		pub, sub := perm(u.Publish), perm(u.Subscribe)
-		if pub != nil || sub != nil {
-			nu.Permissions = &server.Permissions{Publish: pub, Subscribe: sub}
-		}
-		out = append(out, nu)
+	if _, err := os.Stat(mine); err == nil {
+		return nil
 	}
-	return out
+	return os.Rename(global, mine)
 }

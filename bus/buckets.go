@@ -41,6 +41,11 @@ func (c *Conn) ensureBucket(ctx context.Context, spec bucketSpec) (jetstream.Key
 	}
 	var kv jetstream.KeyValue
 	err := c.UntilAvailable(ctx, "bucket "+spec.name, func(ctx context.Context) error {
+		if c.openOnly {
+			var err error
+			kv, err = c.js.KeyValue(ctx, spec.name)
+			return notCreatedYet("bucket "+spec.name, err)
+		}
 		var err error
 		kv, err = c.js.CreateKeyValue(ctx, cfg)
 		if err == nil {
@@ -109,6 +114,10 @@ func bucketDiffs(have jetstream.StreamConfig, want jetstream.KeyValueConfig) []s
 // configuration, refusing a change of retention, storage or replicas.
 func (c *Conn) ensureStream(ctx context.Context, cfg jetstream.StreamConfig) error {
 	return c.UntilAvailable(ctx, "stream "+cfg.Name, func(ctx context.Context) error {
+		if c.openOnly {
+			_, err := c.js.Stream(ctx, cfg.Name)
+			return notCreatedYet("stream "+cfg.Name, err)
+		}
 		_, err := c.js.CreateStream(ctx, cfg)
 		if err == nil {
 			return nil
@@ -136,4 +145,18 @@ func (c *Conn) ensureStream(ctx context.Context, cfg jetstream.StreamConfig) err
 		}
 		return nil
 	})
+}
+
+// notCreatedYet: a connection that may not create streams (a node's) waits
+// for the control plane to create what it opens, as for a bus that is not
+// answering yet.
+func notCreatedYet(what string, err error) error {
+	err = translate(err)
+	if errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("bus: %s: %w: not created yet (the control plane creates it)", what, ErrUnavailable)
+	}
+	if err != nil {
+		return fmt.Errorf("bus: open %s: %w", what, err)
+	}
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -29,11 +30,15 @@ import (
 type Config struct {
 	// URLs of an external NATS deployment, e.g. nats://a:4222,nats://b:4222.
 	URLs string
-	// CredsFile is a NATS credentials file for an external deployment.
+	// CredsFile is a NATS credentials file (a user JWT and its seed).
 	CredsFile string
-	// NKeySeed authenticates the connection (to an external deployment or
-	// an embedded server with Users) with an NKey.
-	NKeySeed []byte
+	// Creds are credentials given whole rather than in a file; an embedded
+	// server with an Operator needs them (Operator.ControlPlaneCreds).
+	Creds []byte
+	// Node, when set, says the credentials are that node's agent's
+	// (Operator.NodeCreds): the connection opens buckets and streams
+	// without creating them, and takes replies on the node's own inbox.
+	Node string
 	// TLS, when set, is used for an external deployment.
 	TLS *tls.Config
 	// Embedded starts a NATS server in this process.
@@ -59,9 +64,10 @@ type EmbeddedConfig struct {
 	SyncAlways bool
 	// ServerName names the server in JetStream; "homeostat" when empty.
 	ServerName string
-	// Users, when any, are the only clients the server accepts, each with
-	// its permissions; none accepts every client.
-	Users []User
+	// Operator, when set, decides who may connect: only clients holding
+	// credentials it signed, each with the permissions they carry. Without
+	// it the server accepts every client.
+	Operator *Operator
 }
 
 // requestTimeout bounds each request to the bus, whatever the caller's
@@ -115,8 +121,12 @@ type Conn struct {
 	nc       *nats.Conn
 	js       jetstream.JetStream
 	replicas int
+	// openOnly: the credentials may not create streams (a node's).
+	openOnly bool
 	server   *server.Server
-	log      *slog.Logger
+	// ownsServer: Close stops server (not so for a Join).
+	ownsServer bool
+	log        *slog.Logger
 
 	mu     sync.Mutex
 	stores map[string]*Store
@@ -130,6 +140,32 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 	if (cfg.URLs == "") == (cfg.Embedded == nil) {
 		return nil, errors.New("bus: set exactly one of URLs or Embedded")
 	}
+	if cfg.Embedded == nil {
+		return connect(ctx, cfg, nil)
+	}
+	srv, err := startEmbedded(*cfg.Embedded)
+	if err != nil {
+		return nil, err
+	}
+	c, err := connect(ctx, cfg, srv)
+	if err != nil {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		return nil, err
+	}
+	c.ownsServer = true
+	return c, nil
+}
+
+func nodeOrRole(node string) string {
+	if node == "" {
+		return "a control-plane role's"
+	}
+	return "node " + node + "'s"
+}
+
+// connect dials cfg.URLs, or srv in this process when given.
+func connect(ctx context.Context, cfg Config, srv *server.Server) (*Conn, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -151,27 +187,40 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("bus reconnected", "url", nc.ConnectedUrlRedacted()) }),
 		nats.ClosedHandler(func(*nats.Conn) { close(c.closed) }),
+		// A refusal by the server (a permission this client lacks) comes
+		// asynchronously; logged, it is not a mystery timeout.
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { log.Warn("bus error", "err", err) }),
 	}
-	if cfg.NKeySeed != nil {
-		o, err := nkeyOption(cfg.NKeySeed)
+	if cfg.CredsFile != "" && srv == nil {
+		creds, err := os.ReadFile(cfg.CredsFile)
+		if err != nil {
+			return nil, fmt.Errorf("bus: credentials: %w", err)
+		}
+		cfg.Creds = creds
+	}
+	if n := credsNode(cfg.Creds); cfg.Creds != nil && n != "" && n != cfg.Node {
+		return nil, fmt.Errorf("bus: %w: these credentials are node %s's agent's, not %s", ErrInvalid, n, nodeOrRole(cfg.Node))
+	}
+	if cfg.Creds != nil {
+		o, err := credsOption(cfg.Creds)
 		if err != nil {
 			return nil, err
 		}
 		opts = append(opts, o)
 	}
-	url := cfg.URLs
-	if cfg.Embedded != nil {
-		srv, err := startEmbedded(*cfg.Embedded)
-		if err != nil {
+	if cfg.Node != "" {
+		if err := validNodeName(cfg.Node); err != nil {
 			return nil, err
 		}
+		opts = append(opts, nats.CustomInboxPrefix(nodeInbox(cfg.Node)))
+		c.openOnly = true
+	}
+	url := cfg.URLs
+	if srv != nil {
 		c.server = srv
 		opts = append(opts, nats.InProcessServer(srv))
 		url = srv.ClientURL()
 	} else {
-		if cfg.CredsFile != "" {
-			opts = append(opts, nats.UserCredentials(cfg.CredsFile))
-		}
 		if cfg.TLS != nil {
 			opts = append(opts, nats.Secure(cfg.TLS))
 		}
@@ -179,7 +228,6 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 	}
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
-		c.shutdownServer()
 		return nil, fmt.Errorf("bus: connect %s: %w", url, err)
 	}
 	c.nc = nc
@@ -234,8 +282,13 @@ func startEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 		NoSigs:     true,
 		NoLog:      true,
 	}
-	if len(cfg.Users) > 0 {
-		opts.Nkeys = serverUsers(cfg.Users)
+	if cfg.Operator != nil {
+		if err := cfg.Operator.serverOptions(opts); err != nil {
+			return nil, fmt.Errorf("bus: embedded server: %w", err)
+		}
+		if err := adoptUnauthenticatedStore(cfg.DataDir, cfg.Operator); err != nil {
+			return nil, fmt.Errorf("bus: embedded server: %w", err)
+		}
 	}
 	if opts.Host == "" {
 		opts.Host = "127.0.0.1"
@@ -251,6 +304,17 @@ func startEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 			net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port)))
 	}
 	return srv, nil
+}
+
+// Join is another connection to the embedded server c started, with
+// cfg's credentials (cfg.URLs and cfg.Embedded are ignored): for a role
+// in the same process that must hold only its own permissions.
+func (c *Conn) Join(ctx context.Context, cfg Config) (*Conn, error) {
+	if c.server == nil {
+		return nil, errors.New("bus: Join needs a connection that started an embedded server")
+	}
+	cfg.URLs, cfg.Embedded = c.server.ClientURL(), nil
+	return connect(ctx, cfg, c.server)
 }
 
 // ClientURL is the address other processes use to reach an embedded server;
@@ -295,7 +359,7 @@ func (c *Conn) Abandon() {
 }
 
 func (c *Conn) shutdownServer() {
-	if c.server != nil {
+	if c.server != nil && c.ownsServer {
 		c.server.Shutdown()
 		c.server.WaitForShutdown()
 	}

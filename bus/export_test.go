@@ -6,7 +6,22 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
+
+// RelayRefusals is the node relay's count of refusals for reason.
+func RelayRefusals(reason string) float64 {
+	return testutil.ToFloat64(relayRefusals.WithLabelValues(reason))
+}
+
+// PublishRawForTest publishes a message with a reply subject of the
+// caller's choosing on c's connection.
+func PublishRawForTest(t testing.TB, c *Conn, subject, reply string, data []byte) {
+	t.Helper()
+	if err := c.nc.PublishRequest(subject, reply, data); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // LastSeq exposes lastSeq to the external tests.
 func LastSeq(ctx context.Context, c *Conn, stream string) (uint64, error) {
@@ -26,15 +41,16 @@ func StreamMaxAge(t testing.TB, c *Conn, stream string) time.Duration {
 	return st.CachedInfo().Config.MaxAge
 }
 
-// RawConnForTest is a plain NATS connection authenticated with seed, whose
+// RawConnForTest is a plain NATS connection authenticated with creds, whose
 // asynchronous errors go to onErr, for tests of the server's permissions.
-func RawConnForTest(t testing.TB, url string, seed []byte, onErr func(error)) *nats.Conn {
+func RawConnForTest(t testing.TB, url string, creds []byte, onErr func(error), extra ...nats.Option) *nats.Conn {
 	t.Helper()
-	o, err := nkeyOption(seed)
+	o, err := credsOption(creds)
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := nats.Connect(url, o, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { onErr(err) }))
+	opts := append([]nats.Option{o, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { onErr(err) })}, extra...)
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,6 +33,17 @@ type Lease struct {
 	Revision uint64    `json:"-"`
 }
 
+// NodeLeaseKey is the key of a node's heartbeat lease.
+func NodeLeaseKey(node string) string { return nodeLeasePrefix + node }
+
+// NodeOfLease is the node whose heartbeat lease key is key.
+func NodeOfLease(key string) string { return strings.TrimPrefix(key, nodeLeasePrefix) }
+
+const nodeLeasePrefix = "node."
+
+// NodeLeases matches the keys of every node's heartbeat lease.
+const NodeLeases = nodeLeasePrefix + ">"
+
 // Leases opens (creating when needed) the lease bucket.
 func (c *Conn) Leases(ctx context.Context) (*Leases, error) {
 	if _, err := c.ensureBucket(ctx, bucketSpec{name: leaseBucket, keyTTL: time.Minute, description: "homeostat leases"}); err != nil {

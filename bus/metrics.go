@@ -16,8 +16,12 @@ var (
 		Name: "homeostat_bus_queue_consume_restarts_total",
 		Help: "Times a work queue's consumption failed and started again.",
 	}, []string{"queue"})
+	relayRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "homeostat_node_relay_refusals_total",
+		Help: "Writes the node relay refused: forbidden (not the node's pod, or not being deleted), or dropped (not sent by the node's agent).",
+	}, []string{"reason"})
 )
 
 func init() {
-	prometheus.MustRegister(readRestarts, consumersOpen, consumeRestarts)
+	prometheus.MustRegister(readRestarts, consumersOpen, consumeRestarts, relayRefusals)
 }

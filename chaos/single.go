@@ -122,18 +122,18 @@ func (s *single) client(int) *client.Client {
 	return c
 }
 
-// busConfig reaches up's NATS server as up's own roles do, with the key
-// it keeps in its data directory: the harness writes what no client of
+// busConfig reaches up's NATS server as up's own roles do, with the
+// control plane's credentials it keeps in its data directory: the harness writes what no client of
 // the API could.
 func (s *single) busConfig(name string) (bus.Config, error) {
 	s.mu.Lock()
 	url := s.nats
 	s.mu.Unlock()
-	seed, err := os.ReadFile(filepath.Join(s.dir, "data", "nats", "homeostat.nk"))
+	creds, err := os.ReadFile(filepath.Join(s.dir, "data", "nats", "homeostat.creds"))
 	if err != nil {
-		return bus.Config{}, fmt.Errorf("chaos: up's NATS key: %w", err)
+		return bus.Config{}, fmt.Errorf("chaos: up's NATS credentials: %w", err)
 	}
-	return bus.Config{URLs: url, NKeySeed: seed, Name: name, Replicas: 1}, nil
+	return bus.Config{URLs: url, Creds: creds, Name: name, Replicas: 1}, nil
 }
 
 // faults of a single process: kill -9 and start again over the same data.

@@ -25,7 +25,7 @@ func newControllers(g *globals) *cobra.Command {
 			ctx := cmd.Context()
 			log := g.logger()
 			return withTracing(ctx, "homeostat-controllers", func() error {
-				conn, err := bf.connect(ctx, "homeostat-controllers", log)
+				conn, err := bf.connect(ctx, "homeostat-controllers", "", log)
 				if err != nil {
 					return err
 				}

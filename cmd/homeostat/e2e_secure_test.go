@@ -159,19 +159,26 @@ func TestServiceAccountTokens(t *testing.T) {
 	}
 }
 
-// TestNATSNeedsAKey: the NATS server of up refuses a client without a key
-// it made, and a node agent in another process joins with the one it
-// wrote for agents.
-func TestNATSNeedsAKey(t *testing.T) {
+// TestNATSNeedsCredentials: the NATS server of up refuses a client without
+// credentials its operator signed; a node agent in another process joins
+// with credentials minted for its node (and only its node), and its pods
+// run, their status written through the node relay.
+func TestNATSNeedsCredentials(t *testing.T) {
 	dir := t.TempDir()
 	s := startUp(t, dir, "--no-agent")
 	if nc, err := nats.Connect(s.nats, nats.MaxReconnects(0)); err == nil {
 		nc.Close()
-		t.Fatal("up's NATS server let in a client without a key")
+		t.Fatal("up's NATS server let in a client without credentials")
 	}
-	key := filepath.Join(dir, "nats", "agent.nk")
-	if fi, err := os.Stat(key); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("%s: %v, want a file readable by its owner only", key, err)
+	for _, f := range []string{"operator.nk", "account.nk", "system.nk", "homeostat.creds"} {
+		path := filepath.Join(dir, "nats", f)
+		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v, want a file readable by its owner only", path, err)
+		}
+	}
+	creds := filepath.Join(t.TempDir(), "outside.creds")
+	if _, errOut, err := s.run("", "nats", "creds", "--operator-dir", filepath.Join(dir, "nats"), "--node", "outside", "-o", creds); err != nil {
+		t.Fatalf("nats creds: %v\n%s", err, errOut)
 	}
 	agent := func(ctx context.Context, name string, extra ...string) *exec.Cmd {
 		args := append([]string{"nodeagent", "--nats", s.nats, "--name", name, "--data-dir", t.TempDir()}, extra...)
@@ -180,10 +187,13 @@ func TestNATSNeedsAKey(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if out, err := agent(ctx, "keyless").CombinedOutput(); err == nil || !strings.Contains(strings.ToLower(string(out)), "authorization") {
-		t.Fatalf("an agent without the key: %v\n%s", err, out)
+		t.Fatalf("an agent without credentials: %v\n%s", err, out)
+	}
+	if out, err := agent(ctx, "impostor", "--nats-creds", creds).CombinedOutput(); err == nil || !strings.Contains(string(out), "node outside's agent's, not node impostor's") {
+		t.Fatalf("an agent with another node's credentials: %v\n%s", err, out)
 	}
 	actx, stop := context.WithCancel(context.Background())
-	cmd := agent(actx, "outside", "--nats-nkey", key)
+	cmd := agent(actx, "outside", "--nats-creds", creds)
 	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -193,5 +203,24 @@ func TestNATSNeedsAKey(t *testing.T) {
 	poll.Until(t, "the outside agent's node Ready", 30*time.Second, func() bool {
 		o, _, err := s.run("", "get", "node", "outside")
 		return err == nil && strings.Contains(o, "Ready") && !strings.Contains(o, "NotReady")
+	})
+	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: sleeper}\nspec:\n  containers:\n  - {name: main, command: [sleep, \"600\"]}\n"
+	if _, errOut, err := s.run(pod, "apply", "-f", "-"); err != nil {
+		t.Fatalf("apply: %v\n%s", err, errOut)
+	}
+	poll.Until(t, "the pod Running on the outside node", 30*time.Second, func() bool {
+		o, _, err := s.run("", "get", "pod", "sleeper", "-o", "json")
+		var p struct {
+			Spec   struct{ NodeName string }
+			Status struct{ Phase string }
+		}
+		return err == nil && json.Unmarshal([]byte(o), &p) == nil && p.Spec.NodeName == "outside" && p.Status.Phase == "Running"
+	})
+	if _, errOut, err := s.run("", "delete", "pod", "sleeper"); err != nil {
+		t.Fatalf("delete: %v\n%s", err, errOut)
+	}
+	poll.Until(t, "the pod removed by its node once stopped", 60*time.Second, func() bool {
+		_, errOut, err := s.run("", "get", "pod", "sleeper")
+		return err != nil && strings.Contains(errOut, "not found")
 	})
 }

@@ -6,64 +6,164 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/spf13/cobra"
+
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/pki"
 )
 
-// natsKeys are the NKeys the embedded NATS server of `up` accepts: one for
-// the roles inside the process and one for node agents in other
-// processes, made once in <data-dir>/nats and kept there, readable by
-// their owner only. No well-known password exists: a client holds a seed
-// or is refused.
-type natsKeys struct {
-	internal, agent []byte
-	agentFile       string
+// The embedded NATS server of `up` trusts an operator whose keys are made
+// once in <data-dir>/nats and kept there, readable by their owner only. No
+// well-known password exists: a client holds credentials the operator's
+// account signed, carrying its permissions, or is refused.
+
+func natsDir(dataDir string) string { return filepath.Join(dataDir, "nats") }
+
+// controlPlaneCreds are the credentials of up's control plane, kept in
+// <data-dir>/nats/homeostat.creds for processes that join it, and made
+// again when the operator's keys no longer sign them.
+func controlPlaneCreds(dataDir string, op *bus.Operator) ([]byte, error) {
+	path := filepath.Join(natsDir(dataDir), "homeostat.creds")
+	creds, err := os.ReadFile(path)
+	if err == nil && op.Issued(creds) {
+		return creds, nil
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if creds, err = op.ControlPlaneCreds("homeostat"); err != nil {
+		return nil, err
+	}
+	return creds, pki.WriteFile(path, creds, 0o600)
 }
 
-func loadOrCreateNATSKeys(dataDir string) (*natsKeys, error) {
-	dir := filepath.Join(dataDir, "nats")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	k := &natsKeys{agentFile: filepath.Join(dir, "agent.nk")}
-	var err error
-	if k.internal, err = loadOrCreateSeed(filepath.Join(dir, "homeostat.nk")); err != nil {
-		return nil, err
-	}
-	if k.agent, err = loadOrCreateSeed(k.agentFile); err != nil {
-		return nil, err
-	}
-	return k, nil
+// natsFlags are the flags every nats subcommand shares.
+type natsFlags struct{ dir, out string }
+
+func (f *natsFlags) register(c *cobra.Command, outHelp string) {
+	c.Flags().StringVar(&f.dir, "operator-dir", natsDir(defaultDataDir()), "directory of the operator's keys (made on first use)")
+	c.Flags().StringVarP(&f.out, "output", "o", "", outHelp)
 }
 
-// users are the server's users: both may do anything for now; confining
-// node agents to their own node's objects is not built yet.
-func (k *natsKeys) users() ([]bus.User, error) {
-	var users []bus.User
-	for name, seed := range map[string][]byte{"homeostat": k.internal, "agent": k.agent} {
-		pub, err := bus.PublicKey(seed)
-		if err != nil {
-			return nil, fmt.Errorf("%s key: %w", name, err)
-		}
-		users = append(users, bus.User{Name: name, NKey: pub})
-	}
-	return users, nil
+func newNATS() *cobra.Command {
+	cmd := &cobra.Command{Use: "nats", Short: "Credentials and server configuration for the bus"}
+	cmd.AddCommand(newNATSCreds(), newNATSServerConfig(), newNATSInit())
+	return cmd
 }
 
-func loadOrCreateSeed(path string) ([]byte, error) {
-	seed, err := os.ReadFile(path)
-	if err == nil {
-		if _, err := bus.PublicKey(seed); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		return seed, nil
+func newNATSCreds() *cobra.Command {
+	var f natsFlags
+	var node, control string
+	cmd := &cobra.Command{
+		Use:   "creds (--node NAME | --control-plane NAME)",
+		Short: "Mint NATS credentials: a node agent's (its own node only) or a control-plane role's",
+		Example: "  homeostat nats creds --node worker-1 -o worker-1.creds\n" +
+			"  homeostat nodeagent --name worker-1 --nats-creds worker-1.creds --nats nats://HOST:4222",
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if (node == "") == (control == "") {
+				return errors.New("give one of --node NAME or --control-plane NAME")
+			}
+			op, err := bus.LoadOperator(f.dir)
+			if err != nil {
+				return err
+			}
+			var c []byte
+			if node != "" {
+				c, err = op.NodeCreds(node)
+			} else {
+				c, err = op.ControlPlaneCreds(control)
+			}
+			if err != nil {
+				return err
+			}
+			return writeOut(f.out, c)
+		},
 	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return nil, err
+	cmd.Flags().StringVar(&node, "node", "", "the node whose agent the credentials are for")
+	cmd.Flags().StringVar(&control, "control-plane", "", "a control-plane role (api, controllers, scheduler) the credentials are for")
+	f.register(cmd, "file to write (owner-only); standard output when empty")
+	return cmd
+}
+
+func newNATSServerConfig() *cobra.Command {
+	var f natsFlags
+	cmd := &cobra.Command{
+		Use:   "server-config",
+		Short: "Print the nats-server configuration that trusts these credentials (operator, accounts)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			op, err := bus.LoadOperator(f.dir)
+			if err != nil {
+				return err
+			}
+			conf, err := op.ServerConfig()
+			if err != nil {
+				return err
+			}
+			return writeOut(f.out, conf)
+		},
 	}
-	seed, _, err = bus.NewUserKey()
-	if err != nil {
-		return nil, err
+	f.register(cmd, "file to write (owner-only); standard output when empty")
+	return cmd
+}
+
+func newNATSInit() *cobra.Command {
+	var f natsFlags
+	var controlPlane, nodes []string
+	cmd := &cobra.Command{
+		Use:   "init -o DIR [--control-plane ROLE,...] [--node NAME,...]",
+		Short: "Write a NATS deployment's auth: the servers' configuration (auth.conf, to include) and each role's credentials (ROLE.creds)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if f.out == "" {
+				return errors.New("-o DIR is required: the directory to write into")
+			}
+			op, err := bus.LoadOperator(f.dir)
+			if err != nil {
+				return err
+			}
+			conf, err := op.ServerConfig()
+			if err != nil {
+				return err
+			}
+			files := map[string][]byte{"auth.conf": conf}
+			for _, role := range controlPlane {
+				if files[role+".creds"], err = op.ControlPlaneCreds(role); err != nil {
+					return err
+				}
+			}
+			for _, node := range nodes {
+				if files[node+".creds"], err = op.NodeCreds(node); err != nil {
+					return err
+				}
+			}
+			if err := os.MkdirAll(f.out, 0o755); err != nil {
+				return err
+			}
+			for name, data := range files {
+				if err := writeOut(filepath.Join(f.out, name), data); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
 	}
-	return seed, pki.WriteFile(path, seed, 0o600)
+	cmd.Flags().StringSliceVar(&controlPlane, "control-plane", nil, "control-plane roles to write credentials for")
+	cmd.Flags().StringSliceVar(&nodes, "node", nil, "nodes to write agents' credentials for")
+	f.register(cmd, "the directory to write into")
+	return cmd
+}
+
+// writeOut writes secret data to path, or to standard output.
+func writeOut(path string, data []byte) error {
+	if path == "" {
+		_, err := os.Stdout.Write(data)
+		return err
+	}
+	if err := pki.WriteFile(path, data, 0o600); err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "wrote", path)
+	return nil
 }

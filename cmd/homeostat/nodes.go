@@ -187,7 +187,12 @@ func runAgent(ctx context.Context, g *globals, o *agentOptions, conn *bus.Conn) 
 	if addr == "" {
 		addr = hostAddress(ln.Addr().(*net.TCPAddr).IP)
 	}
-	a, err := nodeagent.New(nodeagent.Config{Bus: conn, Logger: log, NodeName: o.name, Identity: identity, Runtime: rt, Capacity: capacity,
+	pods, err := conn.NodeWriter(o.name)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("--name: %w", err)
+	}
+	a, err := nodeagent.New(nodeagent.Config{Bus: conn, Pods: pods, Logger: log, NodeName: o.name, Identity: identity, Runtime: rt, Capacity: capacity,
 		Labels: labels, Address: addr, AgentURL: "http://" + net.JoinHostPort(addr, port), HeartbeatEvery: o.heartbeat, Grace: o.grace,
 		StopPodsOnExit: o.stopPods})
 	if err != nil {
@@ -215,7 +220,13 @@ func newNodeAgent(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			return withTracing(ctx, "homeostat-nodeagent", func() error {
-				conn, err := bf.connect(ctx, "homeostat-nodeagent", g.logger())
+				// A real node's agent holds only its node's permissions
+				// on the bus; a host of simulated nodes is trusted.
+				node := o.name
+				if o.simulate > 0 {
+					node = ""
+				}
+				conn, err := bf.connect(ctx, "homeostat-nodeagent", node, g.logger())
 				if err != nil {
 					return err
 				}
@@ -240,7 +251,7 @@ func newScheduler(g *globals) *cobra.Command {
 			ctx := cmd.Context()
 			log := g.logger()
 			return withTracing(ctx, "homeostat-scheduler", func() error {
-				conn, err := bf.connect(ctx, "homeostat-scheduler", log)
+				conn, err := bf.connect(ctx, "homeostat-scheduler", "", log)
 				if err != nil {
 					return err
 				}

@@ -20,7 +20,6 @@ import (
 type busFlags struct {
 	urls     string
 	creds    string
-	nkey     string
 	tlsCA    string
 	tlsCert  string
 	tlsKey   string
@@ -29,23 +28,17 @@ type busFlags struct {
 
 func (b *busFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&b.urls, "nats", envOr("HOMEOSTAT_NATS", "nats://127.0.0.1:4222"), "NATS server URLs, comma-separated ($HOMEOSTAT_NATS)")
-	fs.StringVar(&b.creds, "nats-creds", "", "NATS credentials file")
-	fs.StringVar(&b.nkey, "nats-nkey", "", "file holding the NKey seed to authenticate to NATS with (up writes one for agents: <data-dir>/nats/agent.nk)")
+	fs.StringVar(&b.creds, "nats-creds", os.Getenv("HOMEOSTAT_NATS_CREDS"), "NATS credentials file of this role ('homeostat nats creds' mints them; $HOMEOSTAT_NATS_CREDS)")
 	fs.StringVar(&b.tlsCA, "nats-tls-ca", os.Getenv("HOMEOSTAT_NATS_TLS_CA"), "CA bundle that signs the NATS servers' certificates ($HOMEOSTAT_NATS_TLS_CA)")
 	fs.StringVar(&b.tlsCert, "nats-tls-cert", "", "client certificate for NATS (with --nats-tls-key)")
 	fs.StringVar(&b.tlsKey, "nats-tls-key", "", "client key for NATS")
 	fs.IntVar(&b.replicas, "replicas", 1, "replicas of every bucket and stream (3 in a 3-node cluster)")
 }
 
-func (b *busFlags) connect(ctx context.Context, name string, log *slog.Logger) (*bus.Conn, error) {
-	cfg := bus.Config{URLs: b.urls, CredsFile: b.creds, Replicas: b.replicas, Name: name, Logger: log}
-	if b.nkey != "" {
-		seed, err := os.ReadFile(b.nkey)
-		if err != nil {
-			return nil, fmt.Errorf("--nats-nkey: %w", err)
-		}
-		cfg.NKeySeed = seed
-	}
+// connect dials NATS as the flags say; node, when set, names the node
+// whose agent connects (see bus.Config.Node).
+func (b *busFlags) connect(ctx context.Context, name, node string, log *slog.Logger) (*bus.Conn, error) {
+	cfg := bus.Config{URLs: b.urls, CredsFile: b.creds, Replicas: b.replicas, Name: name, Node: node, Logger: log}
 	if b.tlsCA != "" || b.tlsCert != "" {
 		tc := &tls.Config{MinVersion: tls.VersionTLS12}
 		if b.tlsCA != "" {
@@ -100,7 +93,7 @@ func newAPI(g *globals) *cobra.Command {
 			ctx := cmd.Context()
 			log := g.logger()
 			return withTracing(ctx, "homeostat-api", func() error {
-				conn, err := bf.connect(ctx, "homeostat-api", log)
+				conn, err := bf.connect(ctx, "homeostat-api", "", log)
 				if err != nil {
 					return err
 				}

@@ -90,17 +90,17 @@ func runUp(ctx context.Context, g *globals, o *upOptions) error {
 	if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
 		return fmt.Errorf("--data-dir: %w", err)
 	}
-	keys, err := loadOrCreateNATSKeys(o.dataDir)
+	op, err := bus.LoadOperator(natsDir(o.dataDir))
 	if err != nil {
 		return fmt.Errorf("--data-dir: NATS keys: %w", err)
 	}
-	users, err := keys.users()
+	creds, err := controlPlaneCreds(o.dataDir, op)
 	if err != nil {
-		return err
+		return fmt.Errorf("--data-dir: NATS credentials: %w", err)
 	}
 	conn, err := bus.Connect(ctx, bus.Config{
-		Embedded: &bus.EmbeddedConfig{DataDir: o.dataDir, Host: host, Port: port, SyncAlways: o.fsync == "always", Users: users},
-		Name:     "homeostat-up", Logger: log, NKeySeed: keys.internal,
+		Embedded: &bus.EmbeddedConfig{DataDir: o.dataDir, Host: host, Port: port, SyncAlways: o.fsync == "always", Operator: op},
+		Name:     "homeostat-up", Logger: log, Creds: creds,
 	})
 	if err != nil {
 		return err
@@ -121,8 +121,8 @@ func runUp(ctx context.Context, g *globals, o *upOptions) error {
 	if served.kubeconfig != "" {
 		fmt.Printf("  Kubeconfig: %s (export KUBECONFIG=%s for kubectl)\n", served.kubeconfig, served.kubeconfig)
 	}
-	fmt.Printf("  NATS: %s (agents in other processes: --nats-nkey %s)\n  Data: %s\nPress Ctrl-C to stop.\n",
-		conn.ClientURL(), keys.agentFile, o.dataDir)
+	fmt.Printf("  NATS: %s (a node agent elsewhere: homeostat nats creds --operator-dir %s --node NAME -o NAME.creds,\n        then homeostat nodeagent --name NAME --nats-creds NAME.creds)\n  Data: %s\nPress Ctrl-C to stop.\n",
+		conn.ClientURL(), natsDir(o.dataDir), o.dataDir)
 	// The in-process scheduler and controllers are the same replica across
 	// restarts over one data directory, so that they take their own lease
 	// and claims back at once.
@@ -143,11 +143,30 @@ func runUp(ctx context.Context, g *globals, o *upOptions) error {
 		a := o.agent
 		a.dataDir = filepath.Join(o.dataDir, "agent")
 		a.listen, a.address, a.heartbeat, a.grace, a.stopPods = "127.0.0.1:0", "127.0.0.1", 10*time.Second, 40*time.Second, !o.keepPods
-		runs = append(runs, func(ctx context.Context) error { return runAgent(ctx, g, &a, conn) })
+		runs = append(runs, func(ctx context.Context) error { return runLocalAgent(ctx, g, &a, conn, op) })
 	}
 	err = runAll(ctx, runs...)
 	fmt.Println("Homeostat stopped.")
 	return err
+}
+
+// runLocalAgent runs up's own node agent: a host of simulated nodes
+// shares the control plane's connection; a real node's agent has its own,
+// holding only its node's permissions, as an agent elsewhere would.
+func runLocalAgent(ctx context.Context, g *globals, a *agentOptions, conn *bus.Conn, op *bus.Operator) error {
+	if a.simulate > 0 {
+		return runAgent(ctx, g, a, conn)
+	}
+	creds, err := op.NodeCreds(a.name)
+	if err != nil {
+		return fmt.Errorf("--node-name: %w", err)
+	}
+	node, err := conn.Join(ctx, bus.Config{Name: "homeostat-up-agent", Logger: g.logger(), Creds: creds, Node: a.name})
+	if err != nil {
+		return err
+	}
+	defer node.Close()
+	return runAgent(ctx, g, a, node)
 }
 
 // runAll runs services until ctx ends or one fails, then stops the rest

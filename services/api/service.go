@@ -185,7 +185,7 @@ func (s *Service) Run(ctx context.Context) error {
 		serveErr <- srv.Serve(ln)
 	}()
 	s.log.Info("api serving", "addr", ln.Addr().String())
-	loops := make(chan error, 4)
+	loops := make(chan error, 5)
 	go func() { loops <- s.start(ctx, loops) }()
 	var err error
 	select {
@@ -212,7 +212,8 @@ func (s *Service) Run(ctx context.Context) error {
 }
 
 // start prepares the stores, then runs the loops that keep the API
-// current (custom kinds, compaction, events) until ctx ends; their
+// current (custom kinds, compaction, events) and the node relay until ctx
+// ends; their
 // errors go to errs. It returns an error only when setup fails.
 func (s *Service) start(ctx context.Context, errs chan<- error) error {
 	if err := s.setup(ctx); err != nil {
@@ -224,6 +225,8 @@ func (s *Service) start(ctx context.Context, errs chan<- error) error {
 	go func() { errs <- s.watchDefinitions(ctx) }()
 	go func() { errs <- s.compactLoop(ctx) }()
 	go func() { s.events.Run(ctx); errs <- nil }()
+	// Node agents write their pods through the API's replicas.
+	go func() { errs <- s.cfg.Bus.ServeNodeRelay(ctx, s.log) }()
 	<-ctx.Done()
 	return nil
 }

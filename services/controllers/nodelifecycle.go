@@ -34,7 +34,7 @@ type nodeLifecycle struct {
 // watchLeases keeps the lease view and enqueues the node of each change.
 func (c *nodeLifecycle) watchLeases(ctx context.Context, leases *bus.Leases) {
 	for ctx.Err() == nil {
-		ch, err := leases.Watch(ctx, "node.>")
+		ch, err := leases.Watch(ctx, bus.NodeLeases)
 		if err != nil {
 			clock.Sleep(ctx, time.Second)
 			continue
@@ -46,7 +46,7 @@ func (c *nodeLifecycle) watchLeases(ctx context.Context, leases *bus.Leases) {
 				c.mu.Unlock()
 				continue
 			}
-			name := ev.Key[len("node."):]
+			name := bus.NodeOfLease(ev.Key)
 			if ev.Lease == nil {
 				delete(c.leases, name)
 			} else {

@@ -41,9 +41,24 @@ type Runtime interface {
 	LogPath(podUID, container string, previous bool) (string, error)
 }
 
+// PodWriter writes what an agent may write of its node's pods: their
+// status, and the removal of a pod being deleted once its containers have
+// stopped. A real node's agent writes through the node relay
+// (bus.NodeWriter), its credentials allowing nothing else; a host of
+// simulated nodes, trusted with the store, writes directly.
+type PodWriter interface {
+	// UpdateStatus writes pod (current with a new status) over current's
+	// revision: bus.ErrConflict when the pod has moved on.
+	UpdateStatus(ctx context.Context, pod, current *object.Object) (*object.Object, error)
+	// Remove deletes the pod at key if its uid is still uid.
+	Remove(ctx context.Context, key, uid string) error
+}
+
 // Config configures one node's agent.
 type Config struct {
-	Bus      *bus.Conn
+	Bus *bus.Conn
+	// Pods writes the node's pods; directly to the store when nil.
+	Pods     PodWriter
 	Logger   *slog.Logger
 	NodeName string
 	// Identity names this agent, stable across its restarts (the command
@@ -77,6 +92,7 @@ type Agent struct {
 	cfg   Config
 	log   *slog.Logger
 	pods  *bus.Store
+	write PodWriter
 	nodes *bus.Store
 	index *bus.NodePods
 
@@ -126,6 +142,9 @@ func (a *Agent) run(ctx context.Context) error {
 	var err error
 	if a.pods, err = a.cfg.Bus.Store(ctx, bus.StoreSpec{Resource: "pods", Kind: "Pod", Namespaced: true}); err != nil {
 		return err
+	}
+	if a.write = a.cfg.Pods; a.write == nil {
+		a.write = storeWriter{a.pods}
 	}
 	if a.nodes, err = a.cfg.Bus.Store(ctx, bus.StoreSpec{Resource: "nodes", Kind: "Node"}); err != nil {
 		return err
@@ -248,10 +267,23 @@ func (a *Agent) register(ctx context.Context) error {
 	return bus.ErrConflict
 }
 
+// storeWriter writes pods straight to the store.
+type storeWriter struct{ pods *bus.Store }
+
+func (w storeWriter) UpdateStatus(ctx context.Context, pod, current *object.Object) (*object.Object, error) {
+	return w.pods.Update(ctx, pod, bus.UpdateOptions{Current: current})
+}
+
+func (w storeWriter) Remove(ctx context.Context, key, uid string) error {
+	zero := int64(0)
+	_, _, err := w.pods.Delete(ctx, key, bus.DeleteOptions{UID: uid, GracePeriodSeconds: &zero})
+	return err
+}
+
 // ErrNodeTaken: another live agent holds the node name.
 var ErrNodeTaken = errors.New("node name taken")
 
-func (a *Agent) leaseKey() string { return "node." + a.cfg.NodeName }
+func (a *Agent) leaseKey() string { return bus.NodeLeaseKey(a.cfg.NodeName) }
 
 // heartbeat renews the node's lease. Should another agent take the node
 // name (ours lapsed while we were cut off), this agent stops rather than

@@ -149,8 +149,7 @@ func (w *podWorker) terminate(ctx context.Context, stopRun func(), runDone <-cha
 	if !deleteObject {
 		return
 	}
-	zero := int64(0)
-	_, _, err := w.a.pods.Delete(sctx, stored.Key(), bus.DeleteOptions{UID: pod.Metadata.UID, GracePeriodSeconds: &zero})
+	err := w.a.write.Remove(sctx, stored.Key(), pod.Metadata.UID)
 	if err != nil && !errors.Is(err, bus.ErrNotFound) && !errors.Is(err, bus.ErrConflict) {
 		w.a.log.Warn("removing a stopped pod", "pod", w.key, "err", err)
 	}
@@ -224,7 +223,7 @@ func (w *podWorker) writeStatus(ctx context.Context) error {
 	if object.SameJSON(n.Status, stored.Status) {
 		return nil
 	}
-	updated, err := w.a.pods.Update(ctx, n, bus.UpdateOptions{Current: stored})
+	updated, err := w.a.write.UpdateStatus(ctx, n, stored)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,248 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/object"
+)
+
+// The node relay writes pods for node agents. Pod keys carry no node, so a
+// node's credentials cannot be confined to its pods by subject; instead an
+// agent asks the relay, on a subject its credentials pin to its node, and
+// the relay writes only pods bound to that node, and of them only the
+// status, or the final removal of a pod being deleted (what Kubernetes'
+// NodeRestriction admits for a kubelet).
+
+const (
+	relayPrefix = "hs.relay."
+	relayQueue  = "homeostat-relay"
+	// relayWorkers bounds the requests the relay handles at once.
+	relayWorkers = 64
+)
+
+func relaySubject(node string) string { return relayPrefix + nodeToken(node) + ".pods" }
+
+// ErrForbidden: the relay refused a write the node may not make.
+var ErrForbidden = errors.New("forbidden")
+
+type relayRequest struct {
+	// Op is "status" (Pod's status, at Pod's resourceVersion) or "remove"
+	// (Key, whose UID must match, once it is being deleted).
+	Op  string         `json:"op"`
+	Pod *object.Object `json:"pod,omitempty"`
+	Key string         `json:"key,omitempty"`
+	UID string         `json:"uid,omitempty"`
+}
+
+type relayReply struct {
+	Pod   *object.Object `json:"pod,omitempty"`
+	Code  string         `json:"code,omitempty"`
+	Error string         `json:"error,omitempty"`
+}
+
+// The sentinels a reply carries by name, in the order they are tried.
+var relayCodes = []struct {
+	code string
+	err  error
+}{
+	{"Forbidden", ErrForbidden}, {"Unavailable", ErrUnavailable}, {"NotFound", ErrNotFound},
+	{"Conflict", ErrConflict}, {"Invalid", ErrInvalid},
+}
+
+// NodeWriter writes a node's pods through the relay.
+type NodeWriter struct {
+	conn    *Conn
+	subject string
+}
+
+// NodeWriter is the relay's client for node.
+func (c *Conn) NodeWriter(node string) (*NodeWriter, error) {
+	if err := validNodeName(node); err != nil {
+		return nil, err
+	}
+	return &NodeWriter{conn: c, subject: relaySubject(node)}, nil
+}
+
+// UpdateStatus writes pod's status over the revision in its
+// resourceVersion: ErrConflict when the pod has moved on since. The relay
+// reads the pod itself and takes only the status: the rest of pod, and
+// current, are not trusted.
+func (w *NodeWriter) UpdateStatus(ctx context.Context, pod, _ *object.Object) (*object.Object, error) {
+	return w.ask(ctx, relayRequest{Op: "status", Pod: pod})
+}
+
+// Remove deletes a pod being deleted whose containers have stopped.
+func (w *NodeWriter) Remove(ctx context.Context, key, uid string) error {
+	_, err := w.ask(ctx, relayRequest{Op: "remove", Key: key, UID: uid})
+	return err
+}
+
+func (w *NodeWriter) ask(ctx context.Context, req relayRequest) (*object.Object, error) {
+	data, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	msg := &nats.Msg{Subject: w.subject, Data: data, Header: nats.Header{}}
+	injectTrace(ctx, msg.Header)
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	m, err := w.conn.nc.RequestMsgWithContext(ctx, msg)
+	if err != nil {
+		if errors.Is(err, nats.ErrNoResponders) {
+			return nil, fmt.Errorf("bus: node relay: %w: no relay is running", ErrUnavailable)
+		}
+		return nil, fmt.Errorf("bus: node relay: %w", translate(err))
+	}
+	var rep relayReply
+	if err := json.Unmarshal(m.Data, &rep); err != nil {
+		return nil, fmt.Errorf("bus: node relay: bad reply: %w", err)
+	}
+	if rep.Code != "" || rep.Error != "" {
+		for _, c := range relayCodes {
+			if c.code == rep.Code {
+				return nil, fmt.Errorf("bus: node relay: %w: %s", c.err, rep.Error)
+			}
+		}
+		return nil, fmt.Errorf("bus: node relay: %s", rep.Error)
+	}
+	return rep.Pod, nil
+}
+
+// ServeNodeRelay answers node agents' requests until ctx ends. Replicas
+// share the work (a queue group).
+func (c *Conn) ServeNodeRelay(ctx context.Context, log *slog.Logger) error {
+	pods, err := c.Store(ctx, StoreSpec{Resource: "pods", Kind: "Pod", Namespaced: true})
+	if err != nil {
+		return err
+	}
+	ch := make(chan *nats.Msg, relayWorkers)
+	sub, err := c.nc.ChanQueueSubscribe(relayPrefix+"*.pods", relayQueue, ch)
+	if err != nil {
+		return fmt.Errorf("bus: node relay: %w", translate(err))
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	sem := make(chan struct{}, relayWorkers)
+	for {
+		var m *nats.Msg
+		select {
+		case <-ctx.Done():
+			return nil
+		case m = <-ch:
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case sem <- struct{}{}:
+		}
+		node := strings.ReplaceAll(strings.TrimSuffix(strings.TrimPrefix(m.Subject, relayPrefix), ".pods"), "_", ".")
+		// Only the node's agent can be answered on its inbox. Another node
+		// cannot publish here, but it can have a stream deliver here (a
+		// push consumer's deliver subject) values it wrote itself; those
+		// come with an acknowledgement subject instead.
+		if !strings.HasPrefix(m.Reply, nodeInbox(node)+".") {
+			relayRefusals.WithLabelValues("dropped").Inc()
+			log.Warn("node relay dropped a message not sent by the node's agent", "node", node, "reply", m.Reply)
+			<-sem
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			rep := relayWrite(WithSpan(ctx, extractSpan(m.Header)), pods, node, m.Data)
+			if rep.Code == "Forbidden" {
+				relayRefusals.WithLabelValues("forbidden").Inc()
+				log.Warn("node relay refused a write", "node", node, "err", rep.Error)
+			}
+			data, _ := json.Marshal(rep)
+			_ = m.Respond(data)
+		}()
+	}
+}
+
+// podWriter is what the relay needs of the pods' store.
+type podWriter interface {
+	Get(ctx context.Context, key string) (*object.Object, error)
+	Update(ctx context.Context, o *object.Object, opts UpdateOptions) (*object.Object, error)
+	Delete(ctx context.Context, key string, opts DeleteOptions) (*object.Object, bool, error)
+}
+
+// relayWrite carries out one request of node, if node may make it.
+func relayWrite(ctx context.Context, pods podWriter, node string, data []byte) relayReply {
+	var req relayRequest
+	if err := json.Unmarshal(data, &req); err != nil {
+		return failed(fmt.Errorf("%w: %v", ErrInvalid, err))
+	}
+	key, uid := req.Key, req.UID
+	if req.Op == "status" {
+		if req.Pod == nil {
+			return failed(fmt.Errorf("%w: a status write needs the pod", ErrInvalid))
+		}
+		key, uid = req.Pod.Key(), req.Pod.Metadata.UID
+	} else if req.Op != "remove" {
+		return failed(fmt.Errorf("%w: unknown operation %q", ErrInvalid, req.Op))
+	}
+	stored, err := pods.Get(ctx, key)
+	if err != nil {
+		return failed(err)
+	}
+	if err := mayWrite(node, req, stored); err != nil {
+		return failed(err)
+	}
+	if uid != stored.Metadata.UID {
+		return failed(fmt.Errorf("%w: pod %s is another pod now (uid %s)", ErrConflict, key, stored.Metadata.UID))
+	}
+	if req.Op == "remove" {
+		zero := int64(0)
+		_, _, err := pods.Delete(ctx, key, DeleteOptions{UID: uid, GracePeriodSeconds: &zero})
+		if err != nil {
+			return failed(err)
+		}
+		return relayReply{}
+	}
+	if req.Pod.Metadata.ResourceVersion != stored.Metadata.ResourceVersion {
+		return failed(fmt.Errorf("%w: pod %s is at revision %s", ErrConflict, key, stored.Metadata.ResourceVersion))
+	}
+	n := stored.Clone()
+	n.Status = req.Pod.Status
+	updated, err := pods.Update(ctx, n, UpdateOptions{Current: stored})
+	if err != nil {
+		return failed(err)
+	}
+	return relayReply{Pod: updated}
+}
+
+// mayWrite is the relay's rule: the pod must be bound to the node, and a
+// removal is only of a pod being deleted.
+func mayWrite(node string, req relayRequest, stored *object.Object) error {
+	var spec kinds.PodSpec
+	if err := stored.DecodeSpec(&spec); err != nil {
+		return fmt.Errorf("%w: pod %s: %v", ErrInvalid, stored.Key(), err)
+	}
+	if spec.NodeName != node {
+		return fmt.Errorf("%w: pod %s is not bound to node %s", ErrForbidden, stored.Key(), node)
+	}
+	if req.Op == "remove" && !stored.Metadata.Deleting() {
+		return fmt.Errorf("%w: pod %s is not being deleted", ErrForbidden, stored.Key())
+	}
+	return nil
+}
+
+func failed(err error) relayReply {
+	for _, c := range relayCodes {
+		if errors.Is(err, c.err) {
+			return relayReply{Code: c.code, Error: err.Error()}
+		}
+	}
+	return relayReply{Error: err.Error()}
+}
