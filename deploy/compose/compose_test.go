@@ -161,6 +161,20 @@ func natsRefusesPlaintext(t *testing.T) {
 	}
 }
 
+// natsRefusesAnonymous: a client that trusts the authority but holds no
+// credentials the operator signed is refused by NATS.
+func natsRefusesAnonymous(t *testing.T) {
+	t.Helper()
+	cmd := exec.Command("docker-compose", "-p", project, "-f", "docker-compose.yml", "run", "--rm", "--no-deps",
+		"scheduler1", "scheduler")
+	port, _ := os.LookupEnv("HOMEOSTAT_API_PORT")
+	cmd.Env = append(os.Environ(), "HOMEOSTAT_API_PORT="+port)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(strings.ToLower(string(out)), "authorization") {
+		t.Fatalf("a client without credentials: %v\n%s", err, out)
+	}
+}
+
 const web = `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}
@@ -196,6 +210,7 @@ func TestClusterSurvivesLosingANATSNodeAndAController(t *testing.T) {
 	})
 	refusesStrangers(t, base, addr, target)
 	natsRefusesPlaintext(t)
+	natsRefusesAnonymous(t)
 	poll.Until(t, "22 nodes", 2*time.Minute, func() bool {
 		res, err := c.ResourceFor(context.Background(), "nodes")
 		if err != nil {
