@@ -411,3 +411,45 @@ func sameMap(a, b map[string]string) bool {
 	}
 	return true
 }
+
+// A data directory made before the server asked for credentials keeps its
+// objects when it starts again with an operator.
+func TestOperatorAdoptsAnUnauthenticatedStore(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	open := func(op *bus.Operator, creds []byte) *bus.Conn {
+		t.Helper()
+		c, err := bus.Connect(ctx, bus.Config{Name: "adopt", Creds: creds, Embedded: &bus.EmbeddedConfig{DataDir: dir, Port: -1, Operator: op}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	before := open(nil, nil)
+	nodes, err := before.Store(ctx, bus.StoreSpec{Resource: "nodes", Kind: "Node"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodes.Create(ctx, &object.Object{APIVersion: "v1", Kind: "Node", Metadata: object.Meta{Name: "kept"}}); err != nil {
+		t.Fatal(err)
+	}
+	before.Close()
+
+	op, err := bus.LoadOperator(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := op.ControlPlaneCreds("adopt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := open(op, creds)
+	defer after.Close()
+	nodes, err = after.Store(ctx, bus.StoreSpec{Resource: "nodes", Kind: "Node"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodes.Get(ctx, "kept"); err != nil {
+		t.Fatalf("the object stored before credentials: %v", err)
+	}
+}
