@@ -43,6 +43,23 @@ func operatorBus(t *testing.T) (*bus.Operator, *bus.Conn) {
 			t.Errorf("relay: %v", err)
 		}
 	})
+	// The relay is listening once it answers a node at all.
+	probeCreds, err := op.NodeCreds("probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe, err := server.Join(context.Background(), bus.Config{Name: "probe", Creds: probeCreds, Node: "probe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	w, err := probe.NodeWriter("probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the relay listening", 10*time.Second, func() bool {
+		return !errors.Is(w.Remove(context.Background(), "default.none", "none"), bus.ErrUnavailable)
+	})
 	return op, server
 }
 

@@ -3,11 +3,14 @@ package nodeagent_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/services/nodeagent"
 	"github.com/homeostat/homeostat/testenv"
 	"github.com/homeostat/homeostat/testenv/poll"
@@ -158,5 +161,52 @@ func TestNodeNameHeldByAnotherLiveAgent(t *testing.T) {
 	e.Eventually("p2 running on n1 under the restarted agent", 15*time.Second, func() bool { return runningOn(e, "p2", "n1") })
 	if err, ok := a2.returned(); ok {
 		t.Fatalf("the restarted agent a stopped: %v", err)
+	}
+}
+
+// unavailableWriter fails its first writes as a relay that is not
+// running would, then writes to the store.
+type unavailableWriter struct {
+	pods  *bus.Store
+	fails atomic.Int32
+}
+
+func (w *unavailableWriter) UpdateStatus(ctx context.Context, pod, current *object.Object) (*object.Object, error) {
+	if w.fails.Add(-1) >= 0 {
+		return nil, fmt.Errorf("no relay: %w", bus.ErrUnavailable)
+	}
+	return w.pods.Update(ctx, pod, bus.UpdateOptions{Current: current})
+}
+
+func (w *unavailableWriter) Remove(ctx context.Context, key, uid string) error {
+	zero := int64(0)
+	_, _, err := w.pods.Delete(ctx, key, bus.DeleteOptions{UID: uid, GracePeriodSeconds: &zero})
+	return err
+}
+
+// A pod's status waits out a writer that does not answer, however long,
+// rather than being given up on: the runtime reports Running only once.
+func TestStatusOutlastsAnUnavailableWriter(t *testing.T) {
+	e := testenv.New(t)
+	e.Scheduler("s")
+	pods, err := e.Conn.Store(context.Background(), bus.StoreSpec{Resource: "pods", Kind: "Pod", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &unavailableWriter{pods: pods}
+	w.fails.Store(7)
+	a, err := nodeagent.New(nodeagent.Config{Bus: e.Conn, Pods: w, NodeName: "n1", Runtime: nodeagent.Simulated{},
+		Capacity: kinds.ResourceList{"cpu": "4", "memory": "8Gi", "pods": "20"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	e.Apply(podOn("p"))
+	e.Eventually("the pod Running once the writer answers", 30*time.Second, func() bool { return runningOn(e, "p", "n1") })
+	if w.fails.Load() >= 0 {
+		t.Fatalf("the writer was asked %d times fewer than it failed", w.fails.Load()+1)
 	}
 }

@@ -174,6 +174,9 @@ func (w *podWorker) statusLoop(ctx context.Context) {
 			return
 		case <-w.statusCh:
 		}
+		// Conflicts are tried five times; an unavailable bus or relay
+		// until it answers, since a status not written now may never be
+		// reported again.
 		for attempt := 0; attempt < 5 && ctx.Err() == nil; attempt++ {
 			err := w.writeStatus(ctx)
 			if err == nil || errors.Is(err, bus.ErrNotFound) {
@@ -182,6 +185,10 @@ func (w *podWorker) statusLoop(ctx context.Context) {
 			if !errors.Is(err, bus.ErrConflict) {
 				w.a.log.Warn("writing pod status", "pod", w.key, "err", err)
 				clock.Sleep(ctx, time.Second)
+				if errors.Is(err, bus.ErrUnavailable) {
+					attempt--
+					continue
+				}
 			}
 			if cur, gerr := w.a.pods.Get(ctx, w.key); gerr == nil {
 				w.mu.Lock()
