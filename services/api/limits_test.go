@@ -2,9 +2,11 @@ package api_test
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -15,26 +17,31 @@ import (
 )
 
 // hold starts a request as id that stays in flight, its body unfinished,
-// until the returned func is called.
-func hold(t *testing.T, id identity, url string) (release func()) {
+// until the returned func is called. It is written by hand on its own TLS
+// connection, so that the server has its headers at once, whatever a
+// client library would buffer.
+func hold(t *testing.T, id identity, target string) (release func()) {
 	t.Helper()
-	pr, pw := io.Pipe()
-	req, err := http.NewRequest("POST", url, pr)
+	u, err := url.Parse(target)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if resp, err := id.hc.Do(req); err == nil {
-			resp.Body.Close()
-		}
-	}()
-	if _, err := pw.Write([]byte(`{"metadata":`)); err != nil {
+	cfg := id.hc.Transport.(*http.Transport).TLSClientConfig.Clone()
+	cfg.NextProtos = []string{"http/1.1"}
+	conn, err := tls.Dial("tcp", u.Host, cfg)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return func() { pw.CloseWithError(io.ErrUnexpectedEOF); <-done }
+	auth := ""
+	if id.token != "" {
+		auth = "Authorization: Bearer " + id.token + "\r\n"
+	}
+	head := "POST " + u.RequestURI() + " HTTP/1.1\r\nHost: " + u.Host + "\r\nContent-Type: application/json\r\n" + auth +
+		"Content-Length: 1000\r\n\r\n{\"metadata\":"
+	if _, err := io.WriteString(conn, head); err != nil {
+		t.Fatal(err)
+	}
+	return func() { _ = conn.Close() }
 }
 
 // openWatchAs opens a watch as id and returns its response, open.
