@@ -205,6 +205,9 @@ func attackAsNode1(t *testing.T, url string, creds []byte) {
 		"$JS.API.STREAM.PURGE.KV_hs_pods", "$JS.API.STREAM.MSG.DELETE.KV_hs_pods",
 		"$JS.API.CONSUMER.DURABLE.CREATE.KV_hs_pods.evil", "$JS.API.CONSUMER.CREATE.WQ_deployments.evil",
 		"$JS.ACK.WQ_deployments.x.1.1.1.1.0", "hs.relay.n2.pods",
+		// Nor may it read what an agent has no use for: RBAC, tokens, audit.
+		"$JS.API.DIRECT.GET.KV_hs_roles_rbac_authorization_k8s_io", "$JS.API.STREAM.MSG.GET.KV_hs_serviceaccounts",
+		"$JS.API.CONSUMER.CREATE.HS_AUDIT.x", "$JS.API.STREAM.INFO.HS_AUDIT",
 	}
 	for _, subj := range refused {
 		if err := raw.Publish(subj, forged); err != nil {

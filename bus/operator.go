@@ -167,9 +167,9 @@ func (o *Operator) ControlPlaneCreds(name string) ([]byte, error) {
 	return o.creds(name, jwt.Permissions{})
 }
 
-// NodeCreds are credentials for one node's agent: it may read, but write
-// only its own Node, its own heartbeat lease and recorded spans, and ask
-// the node relay to write its pods' status.
+// NodeCreds are credentials for one node's agent: it may read the pods,
+// nodes and leases, and write only its own Node and heartbeat lease, and
+// ask the node relay to write its pods' status.
 func (o *Operator) NodeCreds(node string) ([]byte, error) {
 	if err := validNodeName(node); err != nil {
 		return nil, err
@@ -234,32 +234,31 @@ func nodeToken(node string) string { return strings.ReplaceAll(node, ".", "_") }
 // read the replies others are sent.
 func nodeInbox(node string) string { return "_INBOX_" + nodeToken(node) }
 
-// nodeReadStreams are the streams a node's agent reads.
+// nodeReadStreams are the streams a node's agent reads whole.
 var nodeReadStreams = []string{kvStream(bucketName("pods")), kvStream(bucketName("nodes")), kvStream(leaseBucket), kvStream(metaBucket)}
 
-// nodePermissions: reading through the JetStream API's read side only (no
-// stream or consumer management, no acknowledgements, consumers only on
-// the streams it reads and on its own part of the pod index), subscribing
-// only to its own inbox (so that no stream can be made to deliver into a
-// subject it listens on), and publishing only its own keys.
+// nodePermissions: reading through the JetStream API's read side only, and
+// only the streams an agent reads (no stream or consumer management, no
+// acknowledgements, consumers only on those streams and on its own part of
+// the pod index), subscribing only to its own inbox (so that no stream can
+// be made to deliver into a subject it listens on), and publishing only its
+// own keys and requests to the relay.
 func nodePermissions(node string) jwt.Permissions {
 	var p jwt.Permissions
 	pub := []string{
 		"$JS.API.INFO",
-		"$JS.API.STREAM.INFO.*",
-		"$JS.API.STREAM.MSG.GET.*",
-		"$JS.API.DIRECT.GET.>",
 		kvPrefix(bucketName("nodes")) + node,
 		kvPrefix(leaseBucket) + NodeLeaseKey(node),
-		tracesPrefix + ">",
 		relaySubject(node),
+		"$JS.API.STREAM.INFO." + nodePodsStream,
 		"$JS.API.CONSUMER.CREATE." + nodePodsStream + ".*." + nodePodsPrefix + node + ".>",
 		"$JS.API.CONSUMER.MSG.NEXT." + nodePodsStream + ".*",
 		"$JS.API.CONSUMER.INFO." + nodePodsStream + ".*",
 		"$JS.API.CONSUMER.DELETE." + nodePodsStream + ".*",
 	}
 	for _, s := range nodeReadStreams {
-		pub = append(pub, "$JS.API.CONSUMER.CREATE."+s+".>", "$JS.API.CONSUMER.MSG.NEXT."+s+".*",
+		pub = append(pub, "$JS.API.STREAM.INFO."+s, "$JS.API.STREAM.MSG.GET."+s, "$JS.API.DIRECT.GET."+s, "$JS.API.DIRECT.GET."+s+".>",
+			"$JS.API.CONSUMER.CREATE."+s+".>", "$JS.API.CONSUMER.MSG.NEXT."+s+".*",
 			"$JS.API.CONSUMER.INFO."+s+".*", "$JS.API.CONSUMER.DELETE."+s+".*")
 	}
 	sort.Strings(pub)
