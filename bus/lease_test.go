@@ -78,7 +78,8 @@ func TestNodePodsIndex(t *testing.T) {
 	remove := func(node, name string) bus.NodePodChange {
 		return bus.NodePodChange{Node: node, Key: "default." + name}
 	}
-	if err := np.Publish(ctx, []bus.NodePodChange{set("n1", "a"), set("n2", "b"), set("n1", "c"), remove("n1", "c")}); err != nil {
+	// Node "n1.x" is another node, whose pods n1 must not take for its own.
+	if err := np.Publish(ctx, []bus.NodePodChange{set("n1", "a"), set("n2", "b"), set("n1.x", "e"), set("n1", "c"), remove("n1", "c")}); err != nil {
 		t.Fatal(err)
 	}
 	ch, err := np.Watch(ctx, "n1")

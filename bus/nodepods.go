@@ -50,7 +50,9 @@ func (c *Conn) NodePods(ctx context.Context) (*NodePods, error) {
 	return &NodePods{conn: c}, nil
 }
 
-func nodeSubject(node, key string) string { return nodePodsPrefix + node + "." + key }
+// nodeSubject names a node in one token (nodeToken): with its dots, node
+// "a" would take node "a.b"'s pods for its own.
+func nodeSubject(node, key string) string { return nodePodsPrefix + nodeToken(node) + "." + key }
 
 // NodePodChange is one entry of the index: a pod bound to a node, or (Pod
 // nil) its removal from it.
@@ -93,7 +95,7 @@ func (n *NodePods) Publish(ctx context.Context, changes []NodePodChange) error {
 // Watch streams the pods of one node: the current set as Added, Synced,
 // then changes (Deleted when a pod leaves the node).
 func (n *NodePods) Watch(ctx context.Context, node string) (<-chan Event, error) {
-	prefix := nodePodsPrefix + node + "."
+	prefix := nodePodsPrefix + nodeToken(node) + "."
 	spec := readSpec{stream: nodePodsStream, filter: prefix + ">", what: "pods of node " + node}
 	decode := func(m rawMsg, live bool) Event {
 		ev := Event{Key: strings.TrimPrefix(m.subject, prefix), Revision: m.seq, Trace: extractSpan(m.header)}

@@ -251,7 +251,7 @@ func nodePermissions(node string) jwt.Permissions {
 		kvPrefix(leaseBucket) + NodeLeaseKey(node),
 		relaySubject(node),
 		"$JS.API.STREAM.INFO." + nodePodsStream,
-		"$JS.API.CONSUMER.CREATE." + nodePodsStream + ".*." + nodePodsPrefix + node + ".>",
+		"$JS.API.CONSUMER.CREATE." + nodePodsStream + ".*." + nodePodsPrefix + nodeToken(node) + ".>",
 		"$JS.API.CONSUMER.MSG.NEXT." + nodePodsStream + ".*",
 		"$JS.API.CONSUMER.INFO." + nodePodsStream + ".*",
 		"$JS.API.CONSUMER.DELETE." + nodePodsStream + ".*",
