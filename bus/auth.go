@@ -35,11 +35,7 @@ const nodeUserPrefix = "node:"
 // credsNode is the node whose agent's credentials creds are; empty for
 // other credentials.
 func credsNode(creds []byte) string {
-	token, err := jwt.ParseDecoratedJWT(creds)
-	if err != nil {
-		return ""
-	}
-	uc, err := jwt.DecodeUserClaims(token)
+	uc, err := userClaims(creds)
 	if err != nil {
 		return ""
 	}
@@ -50,12 +46,21 @@ func credsNode(creds []byte) string {
 	return node
 }
 
+// userClaims are the claims of the user JWT in creds.
+func userClaims(creds []byte) (*jwt.UserClaims, error) {
+	token, err := jwt.ParseDecoratedJWT(creds)
+	if err != nil {
+		return nil, err
+	}
+	return jwt.DecodeUserClaims(token)
+}
+
 // adoptUnauthenticatedStore moves the streams of a server that accepted
 // every client (JetStream keeps them under the global account, $G) to the
 // operator's account, so that a data directory made before authentication
 // keeps its objects. Nothing happens when the account has streams already.
 func adoptUnauthenticatedStore(dataDir string, o *Operator) error {
-	acct, err := o.AccountKey()
+	acct, err := o.accountKey()
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 
 // operatorBus starts an embedded server that trusts a new operator, with a
 // control-plane connection and the node relay running.
-func operatorBus(t *testing.T) (*bus.Operator, *bus.Conn) {
+func operatorBus(t testing.TB) (*bus.Operator, *bus.Conn) {
 	t.Helper()
 	op, err := bus.LoadOperator(t.TempDir())
 	if err != nil {

@@ -157,13 +157,6 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 	return c, nil
 }
 
-func nodeOrRole(node string) string {
-	if node == "" {
-		return "a control-plane role's"
-	}
-	return "node " + node + "'s"
-}
-
 // connect dials cfg.URLs, or srv in this process when given.
 func connect(ctx context.Context, cfg Config, srv *server.Server) (*Conn, error) {
 	log := cfg.Logger
@@ -191,15 +184,19 @@ func connect(ctx context.Context, cfg Config, srv *server.Server) (*Conn, error)
 		// asynchronously; logged, it is not a mystery timeout.
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { log.Warn("bus error", "err", err) }),
 	}
-	if cfg.CredsFile != "" && srv == nil {
+	if cfg.CredsFile != "" {
 		creds, err := os.ReadFile(cfg.CredsFile)
 		if err != nil {
 			return nil, fmt.Errorf("bus: credentials: %w", err)
 		}
 		cfg.Creds = creds
 	}
-	if n := credsNode(cfg.Creds); cfg.Creds != nil && n != "" && n != cfg.Node {
-		return nil, fmt.Errorf("bus: %w: these credentials are node %s's agent's, not %s", ErrInvalid, n, nodeOrRole(cfg.Node))
+	if n := credsNode(cfg.Creds); n != "" && n != cfg.Node {
+		want := "a control-plane role's"
+		if cfg.Node != "" {
+			want = "node " + cfg.Node + "'s"
+		}
+		return nil, fmt.Errorf("bus: %w: these credentials are node %s's agent's, not %s", ErrInvalid, n, want)
 	}
 	if cfg.Creds != nil {
 		o, err := credsOption(cfg.Creds)

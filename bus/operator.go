@@ -142,8 +142,8 @@ func (o *Operator) serverOptions(opts *server.Options) error {
 	return nil
 }
 
-// AccountKey is the public key of the account Homeostat's data lives in.
-func (o *Operator) AccountKey() (string, error) { return o.account.PublicKey() }
+// accountKey is the public key of the account Homeostat's data lives in.
+func (o *Operator) accountKey() (string, error) { return o.account.PublicKey() }
 
 // ServerConfig is the part of a nats-server configuration file that makes
 // a server trust the operator: for a deployment of separate servers.
@@ -203,15 +203,11 @@ func (o *Operator) creds(name string, perms jwt.Permissions) ([]byte, error) {
 // Issued reports whether creds are credentials this operator's account
 // signed (and so still good after the seeds were made again, or not).
 func (o *Operator) Issued(creds []byte) bool {
-	token, err := jwt.ParseDecoratedJWT(creds)
+	uc, err := userClaims(creds)
 	if err != nil {
 		return false
 	}
-	uc, err := jwt.DecodeUserClaims(token)
-	if err != nil {
-		return false
-	}
-	acct, err := o.account.PublicKey()
+	acct, err := o.accountKey()
 	return err == nil && uc.Issuer == acct
 }
 
@@ -229,6 +225,9 @@ func validNodeName(node string) error {
 // nodeToken is a node's name as one subject token: dots would split it,
 // and node "a" could then claim the subjects of node "a.b".
 func nodeToken(node string) string { return strings.ReplaceAll(node, ".", "_") }
+
+// tokenNode is the node a subject token names.
+func tokenNode(token string) string { return strings.ReplaceAll(token, "_", ".") }
 
 // nodeInbox is where a node's replies come: its own, so that it cannot
 // read the replies others are sent.

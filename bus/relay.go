@@ -140,12 +140,7 @@ func (c *Conn) ServeNodeRelay(ctx context.Context, log *slog.Logger) error {
 			return nil
 		case m = <-ch:
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case sem <- struct{}{}:
-		}
-		node := strings.ReplaceAll(strings.TrimSuffix(strings.TrimPrefix(m.Subject, relayPrefix), ".pods"), "_", ".")
+		node := tokenNode(strings.TrimSuffix(strings.TrimPrefix(m.Subject, relayPrefix), ".pods"))
 		// Only the node's agent can be answered on its inbox. Another node
 		// cannot publish here, but it can have a stream deliver here (a
 		// push consumer's deliver subject) values it wrote itself; those
@@ -153,8 +148,12 @@ func (c *Conn) ServeNodeRelay(ctx context.Context, log *slog.Logger) error {
 		if !strings.HasPrefix(m.Reply, nodeInbox(node)+".") {
 			relayRefusals.WithLabelValues("dropped").Inc()
 			log.Warn("node relay dropped a message not sent by the node's agent", "node", node, "reply", m.Reply)
-			<-sem
 			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case sem <- struct{}{}:
 		}
 		wg.Add(1)
 		go func() {

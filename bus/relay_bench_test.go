@@ -16,24 +16,7 @@ import (
 // and a compare-and-swap.
 func BenchmarkPodStatus(b *testing.B) {
 	ctx := context.Background()
-	op, err := bus.LoadOperator(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	creds, err := op.ControlPlaneCreds("bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	server, err := bus.Connect(ctx, bus.Config{Name: "control", Creds: creds, Logger: slog.New(slog.DiscardHandler),
-		Embedded: &bus.EmbeddedConfig{DataDir: b.TempDir(), Port: -1, Operator: op}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer server.Close()
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- server.ServeNodeRelay(rctx, slog.New(slog.DiscardHandler)) }()
-	defer func() { cancel(); <-done }()
+	op, server := operatorBus(b)
 	nodeCreds, err := op.NodeCreds("n1")
 	if err != nil {
 		b.Fatal(err)

@@ -52,6 +52,9 @@ func TestNodeToken(t *testing.T) {
 		if got := nodeToken(c.node); got != c.token {
 			t.Errorf("nodeToken(%q) = %q, want %q", c.node, got, c.token)
 		}
+		if got := tokenNode(c.token); got != c.node {
+			t.Errorf("tokenNode(%q) = %q, want %q", c.token, got, c.node)
+		}
 		if err := validNodeName(c.node); err != nil {
 			t.Errorf("validNodeName(%q): %v", c.node, err)
 		}

@@ -47,7 +47,7 @@ func (f *natsFlags) register(c *cobra.Command, outHelp string) {
 
 func newNATS() *cobra.Command {
 	cmd := &cobra.Command{Use: "nats", Short: "Credentials and server configuration for the bus"}
-	cmd.AddCommand(newNATSCreds(), newNATSServerConfig(), newNATSInit())
+	cmd.AddCommand(newNATSCreds(), newNATSInit())
 	return cmd
 }
 
@@ -82,28 +82,6 @@ func newNATSCreds() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&node, "node", "", "the node whose agent the credentials are for")
 	cmd.Flags().StringVar(&control, "control-plane", "", "a control-plane role (api, controllers, scheduler) the credentials are for")
-	f.register(cmd, "file to write (owner-only); standard output when empty")
-	return cmd
-}
-
-func newNATSServerConfig() *cobra.Command {
-	var f natsFlags
-	cmd := &cobra.Command{
-		Use:   "server-config",
-		Short: "Print the nats-server configuration that trusts these credentials (operator, accounts)",
-		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			op, err := bus.LoadOperator(f.dir)
-			if err != nil {
-				return err
-			}
-			conf, err := op.ServerConfig()
-			if err != nil {
-				return err
-			}
-			return writeOut(f.out, conf)
-		},
-	}
 	f.register(cmd, "file to write (owner-only); standard output when empty")
 	return cmd
 }

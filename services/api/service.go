@@ -213,8 +213,8 @@ func (s *Service) Run(ctx context.Context) error {
 
 // start prepares the stores, then runs the loops that keep the API
 // current (custom kinds, compaction, events) and the node relay until ctx
-// ends; their
-// errors go to errs. It returns an error only when setup fails.
+// ends; their errors go to errs. It returns an error only when setup
+// fails.
 func (s *Service) start(ctx context.Context, errs chan<- error) error {
 	if err := s.setup(ctx); err != nil {
 		if ctx.Err() != nil {
