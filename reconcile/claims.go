@@ -47,18 +47,27 @@ type claimer struct {
 func ClaimKey(controller, key string) string { return claimKeyRoot + controller + "." + key }
 
 // take claims key for controller, waiting up to claimWait for another
-// holder to let it go. ErrAlreadyExists when it is still held.
+// holder to let it go. ErrAlreadyExists when it is still held, even when
+// the wait runs out in the middle of a read.
 func (c *claimer) take(ctx context.Context, controller, key string) (*bus.Lease, error) {
-	ctx, cancel := context.WithTimeout(ctx, claimWait)
+	wait, cancel := context.WithTimeout(ctx, claimWait)
 	defer cancel()
 	pace := clock.Pace{First: 10 * time.Millisecond, Max: 100 * time.Millisecond}
+	var held error
 	for {
-		ls, err := c.leases.Acquire(ctx, ClaimKey(controller, key), c.holder, claimTTL)
-		if err == nil || !errors.Is(err, bus.ErrAlreadyExists) {
-			return ls, err
-		}
-		if !pace.Wait(ctx) {
+		ls, err := c.leases.Acquire(wait, ClaimKey(controller, key), c.holder, claimTTL)
+		switch {
+		case err == nil:
+			return ls, nil
+		case errors.Is(err, bus.ErrAlreadyExists):
+			held = err
+		case held != nil && wait.Err() != nil && ctx.Err() == nil:
+			return nil, held
+		default:
 			return nil, err
+		}
+		if !pace.Wait(wait) {
+			return nil, held
 		}
 	}
 }
