@@ -46,6 +46,20 @@ func credsNode(creds []byte) string {
 	return node
 }
 
+// credsInbox is the inbox prefix confined credentials may subscribe to
+// (a node's, or a confined role's); empty for the whole account's.
+func credsInbox(creds []byte) string {
+	uc, err := userClaims(creds)
+	if err != nil || len(uc.Sub.Allow) != 1 {
+		return ""
+	}
+	inbox, ok := strings.CutSuffix(uc.Sub.Allow[0], ".>")
+	if !ok || !strings.HasPrefix(inbox, "_INBOX_") {
+		return ""
+	}
+	return inbox
+}
+
 // userClaims are the claims of the user JWT in creds.
 func userClaims(creds []byte) (*jwt.UserClaims, error) {
 	token, err := jwt.ParseDecoratedJWT(creds)

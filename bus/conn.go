@@ -33,11 +33,12 @@ type Config struct {
 	// CredsFile is a NATS credentials file (a user JWT and its seed).
 	CredsFile string
 	// Creds are credentials given whole rather than in a file; an embedded
-	// server with an Operator needs them (Operator.ControlPlaneCreds).
+	// server with an Operator needs them (Operator.RoleCreds).
 	Creds []byte
 	// Node, when set, says the credentials are that node's agent's
-	// (Operator.NodeCreds): the connection opens buckets and streams
-	// without creating them, and takes replies on the node's own inbox.
+	// (Operator.NodeCreds). A connection whose credentials confine it (a
+	// node's, or a role's but the API's) opens buckets and streams without
+	// creating them, and takes replies on the inbox they allow.
 	Node string
 	// TLS, when set, is used for an external deployment.
 	TLS *tls.Config
@@ -205,11 +206,17 @@ func connect(ctx context.Context, cfg Config, srv *server.Server) (*Conn, error)
 		}
 		opts = append(opts, o)
 	}
+	inbox := credsInbox(cfg.Creds)
 	if cfg.Node != "" {
 		if err := validNodeName(cfg.Node); err != nil {
 			return nil, err
 		}
-		opts = append(opts, nats.CustomInboxPrefix(nodeInbox(cfg.Node)))
+		inbox = nodeInbox(cfg.Node)
+	}
+	if inbox != "" {
+		// Confined credentials: replies come to the one inbox they may
+		// listen on, and streams are the API's to create.
+		opts = append(opts, nats.CustomInboxPrefix(inbox))
 		c.openOnly = true
 	}
 	url := cfg.URLs

@@ -158,11 +158,8 @@ func (o *Operator) ServerConfig() ([]byte, error) {
 	return []byte(b.String()), nil
 }
 
-// ControlPlaneCreds are credentials for a control-plane role (the API,
-// controllers, scheduler, a host of simulated nodes): the whole account.
-// These roles create and manage the streams, and stream management can
-// make the server write any subject, so narrower subjects among them would
-// not be a boundary (see docs/architecture.md).
+// ControlPlaneCreds are credentials for the whole account: the API's
+// (RoleCreds(RoleAPI)), and tests'. Other roles get RoleCreds.
 func (o *Operator) ControlPlaneCreds(name string) ([]byte, error) {
 	return o.creds(name, jwt.Permissions{})
 }

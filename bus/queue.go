@@ -57,11 +57,24 @@ func (c *Conn) Queue(ctx context.Context, spec QueueSpec) (*Queue, error) {
 	if spec.AckWait == 0 {
 		spec.AckWait = 30 * time.Second
 	}
-	q := &Queue{conn: c, spec: spec, stream: queueStream(spec.Name), prefix: "wq." + spec.Name + ".", log: c.log.Warn}
-	cfg := jetstream.StreamConfig{
-		Name:              q.stream,
-		Description:       "homeostat work queue " + spec.Name,
-		Subjects:          []string{q.prefix + ">"},
+	q := &Queue{conn: c, spec: spec, stream: queueStream(spec.Name), prefix: queuePrefix + spec.Name + ".", log: c.log.Warn}
+	if err := c.ensureStream(ctx, c.queueStreamConfig(spec.Name)); err != nil {
+		return nil, err
+	}
+	if _, err := q.consumer(ctx); err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+// queuePrefix begins the subjects of every work queue: wq.<name>.<key>.
+const queuePrefix = "wq."
+
+func (c *Conn) queueStreamConfig(name string) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:              queueStream(name),
+		Description:       "homeostat work queue " + name,
+		Subjects:          []string{queuePrefix + name + ".>"},
 		Retention:         jetstream.WorkQueuePolicy,
 		MaxMsgsPerSubject: 1,
 		Discard:           jetstream.DiscardOld,
@@ -69,13 +82,6 @@ func (c *Conn) Queue(ctx context.Context, spec QueueSpec) (*Queue, error) {
 		Replicas:          c.replicas,
 		Duplicates:        2 * time.Minute,
 	}
-	if err := c.ensureStream(ctx, cfg); err != nil {
-		return nil, err
-	}
-	if _, err := q.consumer(ctx); err != nil {
-		return nil, err
-	}
-	return q, nil
 }
 
 // consumer returns the durable consumer, creating it when it is not there

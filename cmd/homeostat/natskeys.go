@@ -31,7 +31,7 @@ func controlPlaneCreds(dataDir string, op *bus.Operator) ([]byte, error) {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	if creds, err = op.ControlPlaneCreds("homeostat"); err != nil {
+	if creds, err = op.RoleCreds(bus.RoleAPI); err != nil {
 		return nil, err
 	}
 	return creds, pki.WriteFile(path, creds, 0o600)
@@ -53,16 +53,17 @@ func newNATS() *cobra.Command {
 
 func newNATSCreds() *cobra.Command {
 	var f natsFlags
-	var node, control string
+	var node, role string
 	cmd := &cobra.Command{
-		Use:   "creds (--node NAME | --control-plane NAME)",
-		Short: "Mint NATS credentials: a node agent's (its own node only) or a control-plane role's",
+		Use:   "creds (--node NAME | --role ROLE)",
+		Short: "Mint NATS credentials: a node agent's (its own node only) or a control-plane role's (only what the role writes)",
 		Example: "  homeostat nats creds --node worker-1 -o worker-1.creds\n" +
-			"  homeostat nodeagent --name worker-1 --nats-creds worker-1.creds --nats nats://HOST:4222",
+			"  homeostat nodeagent --name worker-1 --nats-creds worker-1.creds --nats nats://HOST:4222\n" +
+			"  homeostat nats creds --role controllers -o controllers.creds",
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			if (node == "") == (control == "") {
-				return errors.New("give one of --node NAME or --control-plane NAME")
+			if (node == "") == (role == "") {
+				return errors.New("give one of --node NAME or --role ROLE")
 			}
 			op, err := bus.LoadOperator(f.dir)
 			if err != nil {
@@ -72,7 +73,7 @@ func newNATSCreds() *cobra.Command {
 			if node != "" {
 				c, err = op.NodeCreds(node)
 			} else {
-				c, err = op.ControlPlaneCreds(control)
+				c, err = roleCreds(op, role)
 			}
 			if err != nil {
 				return err
@@ -81,16 +82,26 @@ func newNATSCreds() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&node, "node", "", "the node whose agent the credentials are for")
-	cmd.Flags().StringVar(&control, "control-plane", "", "a control-plane role (api, controllers, scheduler) the credentials are for")
+	cmd.Flags().StringVar(&role, "role", "", roleHelp)
 	f.register(cmd, "file to write (owner-only); standard output when empty")
 	return cmd
 }
 
+const roleHelp = "a control-plane role: api (the whole account), controllers, scheduler, or simulated (a host of simulated nodes)"
+
+func roleCreds(op *bus.Operator, name string) ([]byte, error) {
+	r, err := bus.ParseRole(name)
+	if err != nil {
+		return nil, fmt.Errorf("--role: %w", err)
+	}
+	return op.RoleCreds(r)
+}
+
 func newNATSInit() *cobra.Command {
 	var f natsFlags
-	var controlPlane, nodes []string
+	var roles, nodes []string
 	cmd := &cobra.Command{
-		Use:   "init -o DIR [--control-plane ROLE,...] [--node NAME,...]",
+		Use:   "init -o DIR [--role ROLE,...] [--node NAME,...]",
 		Short: "Write a NATS deployment's auth: the servers' configuration (auth.conf, to include) and each role's credentials (ROLE.creds)",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
@@ -106,8 +117,8 @@ func newNATSInit() *cobra.Command {
 				return err
 			}
 			files := map[string][]byte{"auth.conf": conf}
-			for _, role := range controlPlane {
-				if files[role+".creds"], err = op.ControlPlaneCreds(role); err != nil {
+			for _, role := range roles {
+				if files[role+".creds"], err = roleCreds(op, role); err != nil {
 					return err
 				}
 			}
@@ -127,7 +138,7 @@ func newNATSInit() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringSliceVar(&controlPlane, "control-plane", nil, "control-plane roles to write credentials for")
+	cmd.Flags().StringSliceVar(&roles, "role", nil, "roles to write credentials for: "+roleHelp)
 	cmd.Flags().StringSliceVar(&nodes, "node", nil, "nodes to write agents' credentials for")
 	f.register(cmd, "the directory to write into")
 	return cmd

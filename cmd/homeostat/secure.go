@@ -18,6 +18,7 @@ import (
 	"github.com/homeostat/homeostat/kubeconfig"
 	"github.com/homeostat/homeostat/pki"
 	"github.com/homeostat/homeostat/services/api"
+	"github.com/homeostat/homeostat/services/controllers"
 )
 
 // adminKubeconfig is the file, in a data directory, that holds the admin
@@ -178,7 +179,7 @@ func (s *secureFlags) serveAPI(conn *bus.Conn, log *slog.Logger, listen, dataDir
 	if err != nil {
 		return nil, fmt.Errorf("--listen: %w", err)
 	}
-	cfg := api.Config{Bus: conn, Listener: ln, Logger: log, Extra: metricsHandlers()}
+	cfg := api.Config{Bus: conn, Listener: ln, Logger: log, Extra: metricsHandlers(), Queues: controllers.Queues}
 	admin, err := s.apply(&cfg, dataDir, ln.Addr())
 	if err != nil {
 		ln.Close()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -130,11 +131,23 @@ func runUp(ctx context.Context, g *globals, o *upOptions) error {
 	if err != nil {
 		return fmt.Errorf("--data-dir: %w", err)
 	}
-	ctrl, err := controllers.New(controllers.Config{Bus: conn, Logger: log, EvictAfter: o.evict, Identity: "up-" + identity})
+	// The controllers and the scheduler hold their own roles' credentials,
+	// as they would in processes of their own.
+	ctrlConn, err := joinRole(ctx, conn, op, bus.RoleControllers, log)
 	if err != nil {
 		return err
 	}
-	sched, err := scheduler.New(scheduler.Config{Bus: conn, Logger: log, Identity: "up-" + identity})
+	defer ctrlConn.Close()
+	schedConn, err := joinRole(ctx, conn, op, bus.RoleScheduler, log)
+	if err != nil {
+		return err
+	}
+	defer schedConn.Close()
+	ctrl, err := controllers.New(controllers.Config{Bus: ctrlConn, Logger: log, EvictAfter: o.evict, Identity: "up-" + identity})
+	if err != nil {
+		return err
+	}
+	sched, err := scheduler.New(scheduler.Config{Bus: schedConn, Logger: log, Identity: "up-" + identity})
 	if err != nil {
 		return err
 	}
@@ -150,12 +163,27 @@ func runUp(ctx context.Context, g *globals, o *upOptions) error {
 	return err
 }
 
-// runLocalAgent runs up's own node agent: a host of simulated nodes
-// shares the control plane's connection; a real node's agent has its own,
-// holding only its node's permissions, as an agent elsewhere would.
+// joinRole connects a role of up's control plane to its embedded server
+// with the role's own credentials.
+func joinRole(ctx context.Context, conn *bus.Conn, op *bus.Operator, role bus.Role, log *slog.Logger) (*bus.Conn, error) {
+	creds, err := op.RoleCreds(role)
+	if err != nil {
+		return nil, err
+	}
+	return conn.Join(ctx, bus.Config{Name: "homeostat-up-" + string(role), Logger: log, Creds: creds})
+}
+
+// runLocalAgent runs up's own node agent with credentials of its own, as
+// an agent elsewhere would: a host of simulated nodes has its role's, a
+// real node's agent only its node's.
 func runLocalAgent(ctx context.Context, g *globals, a *agentOptions, conn *bus.Conn, op *bus.Operator) error {
 	if a.simulate > 0 {
-		return runAgent(ctx, g, a, conn)
+		sim, err := joinRole(ctx, conn, op, bus.RoleSimulated, g.logger())
+		if err != nil {
+			return err
+		}
+		defer sim.Close()
+		return runAgent(ctx, g, a, sim)
 	}
 	creds, err := op.NodeCreds(a.name)
 	if err != nil {

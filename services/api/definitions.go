@@ -76,9 +76,16 @@ func (s *Service) afterWrite(r *http.Request, ref *resourceRef, o *object.Object
 }
 
 // register serves a defined kind.
-func (s *Service) register(_ context.Context, def *object.Object) {
-	if _, err := s.reg.Register(def); err != nil {
+// Its bucket is made at once, for the controllers (which may not create
+// buckets) to follow the kind before its first object.
+func (s *Service) register(ctx context.Context, def *object.Object) {
+	res, err := s.reg.Register(def)
+	if err != nil {
 		s.log.Warn("ResourceDefinition not served", "name", def.Metadata.Name, "err", err)
+		return
+	}
+	if _, err := s.storeFor(ctx, res); err != nil {
+		s.log.Warn("no bucket for a defined kind yet", "name", def.Metadata.Name, "err", err)
 	}
 }
 

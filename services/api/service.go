@@ -59,6 +59,10 @@ type Config struct {
 	Audit AuditConfig
 	// Limits bound what one user may hold of the API at once.
 	Limits Limits
+	// Queues are the controllers' work queues, created at start with the
+	// rest of the streams, since the controllers' credentials may not
+	// create streams.
+	Queues []string
 }
 
 // AuditConfig configures the audit log.
@@ -245,6 +249,9 @@ func (s *Service) setup(ctx context.Context) error {
 		if _, err := s.storeFor(ctx, res); err != nil {
 			return fmt.Errorf("api: setup %s: %w", res.GroupResource(), err)
 		}
+	}
+	if err := s.bus.Provision(ctx, s.cfg.Queues); err != nil {
+		return fmt.Errorf("api: setup: %w", err)
 	}
 	var err error
 	if s.retries, err = s.bus.RetryRecords(ctx); err != nil {

@@ -47,6 +47,21 @@ type Config struct {
 	JobBackoff time.Duration
 }
 
+// The controllers' work queues, one each.
+const (
+	queueReplicaSets   = "replicaset"
+	queueDeployments   = "deployment"
+	queueJobs          = "job"
+	queueDaemonSets    = "daemonset"
+	queueGC            = "garbage-collector"
+	queueNodeLifecycle = "node-lifecycle"
+	queueNamespaces    = "namespace"
+)
+
+// Queues are the work queues the controllers consume: the API creates
+// them, since the controllers' credentials may not create streams.
+var Queues = []string{queueReplicaSets, queueDeployments, queueJobs, queueDaemonSets, queueGC, queueNodeLifecycle, queueNamespaces}
+
 // Service is the controllers of one process.
 type Service struct {
 	cfg Config
@@ -131,7 +146,7 @@ func (s *Service) setupReplicaSets(ctx context.Context) error {
 		return err
 	}
 	r := &replicaSets{rs: s.mgr.Informer(rsKind), pods: pods, events: ev, now: s.cfg.Now}
-	ctrl, err := s.mgr.Add(ctx, s.options("replicaset", rsKind, r))
+	ctrl, err := s.mgr.Add(ctx, s.options(queueReplicaSets, rsKind, r))
 	if err != nil {
 		return err
 	}
@@ -150,7 +165,7 @@ func (s *Service) setupDeployments(ctx context.Context) error {
 		return err
 	}
 	d := &deployments{deploys: deploys, rs: rs, events: ev, now: s.cfg.Now}
-	opts := s.options("deployment", dKind, d)
+	opts := s.options(queueDeployments, dKind, d)
 	// A Deployment grows one ReplicaSet on the count of the others.
 	opts.Exclusive = true
 	ctrl, err := s.mgr.Add(ctx, opts)
@@ -248,7 +263,7 @@ func (s *Service) setupJobs(ctx context.Context) error {
 	if j.backoff == 0 {
 		j.backoff = 10 * time.Second
 	}
-	opts := s.options("job", jKind, j)
+	opts := s.options(queueJobs, jKind, j)
 	// A Job decides how many pods to start on the count of the others.
 	opts.Exclusive = true
 	ctrl, err := s.mgr.Add(ctx, opts)
@@ -268,7 +283,7 @@ func (s *Service) setupDaemonSets(ctx context.Context) error {
 		return err
 	}
 	ds := &daemonSets{ds: s.mgr.Informer(dsKind), pods: pods, nodes: nodes, events: ev, now: s.cfg.Now}
-	ctrl, err := s.mgr.Add(ctx, s.options("daemonset", dsKind, ds))
+	ctrl, err := s.mgr.Add(ctx, s.options(queueDaemonSets, dsKind, ds))
 	if err != nil {
 		return err
 	}
@@ -297,7 +312,7 @@ func (s *Service) setupGC(ctx context.Context) error {
 		inf.AddIndex(byOwnerUID, ownerUIDIndex)
 		g.infs[inf.Kind().Resource] = inf
 	}
-	opts := s.options("garbage-collector", reconcile.Kind{}, g)
+	opts := s.options(queueGC, reconcile.Kind{}, g)
 	opts.NoSource = true
 	ctrl, err := s.mgr.Add(ctx, opts)
 	if err != nil {
@@ -327,7 +342,7 @@ func (s *Service) setupNodeLifecycle(ctx context.Context) error {
 	if nl.evictAfter == 0 {
 		nl.evictAfter = 5 * time.Minute
 	}
-	ctrl, err := s.mgr.Add(ctx, s.options("node-lifecycle", nKind, nl))
+	ctrl, err := s.mgr.Add(ctx, s.options(queueNodeLifecycle, nKind, nl))
 	if err != nil {
 		return err
 	}
@@ -339,6 +354,6 @@ func (s *Service) setupNodeLifecycle(ctx context.Context) error {
 func (s *Service) setupNamespaces(ctx context.Context) error {
 	nsKind := s.kind("", "namespaces")
 	n := &namespaces{ns: s.mgr.Informer(nsKind), bus: s.cfg.Bus, reg: s.reg, log: s.log}
-	_, err := s.mgr.Add(ctx, s.options("namespace", nsKind, n))
+	_, err := s.mgr.Add(ctx, s.options(queueNamespaces, nsKind, n))
 	return err
 }

@@ -1,0 +1,216 @@
+package bus_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/homeostat/homeostat/bus"
+)
+
+// Every confined role is refused stream management, message deletion,
+// the audit stream, the bus's bookkeeping, the node relay and any
+// subscription but its own inbox.
+var refusedToEveryRole = []string{
+	"$JS.API.STREAM.CREATE.EVIL", "$JS.API.STREAM.UPDATE.KV_hs_pods", "$JS.API.STREAM.DELETE.KV_hs_deployments_apps",
+	"$JS.API.STREAM.PURGE.KV_hs_pods", "$JS.API.STREAM.MSG.DELETE.KV_hs_pods", "$JS.API.STREAM.SNAPSHOT.KV_hs_pods",
+	"audit.create", "$KV.hs_meta.compacted.hs_pods", "hs.relay.n2.pods",
+}
+
+// What, beyond that, each role is refused, and the objects (by resource
+// and key) that must stay as they were.
+var roleCases = []struct {
+	role      bus.Role
+	refused   []string
+	protected []string
+}{
+	{bus.RoleScheduler,
+		[]string{"$KV.hs_deployments_apps.default.d", "$KV.hs_replicasets_apps.default.rs", "$KV.hs_nodes.n2",
+			"$KV.hs_roles_rbac_authorization_k8s_io.default.r", "$KV.hs_clusterrolebindings_rbac_authorization_k8s_io.crb",
+			"$KV.hs_tokens_homeostat_io.default.t", "wq.deployment.default.d"},
+		[]string{"deployments.apps/default.d", "replicasets.apps/default.rs", "nodes/n2",
+			"roles.rbac.authorization.k8s.io/default.r", "clusterrolebindings.rbac.authorization.k8s.io/crb"}},
+	{bus.RoleSimulated,
+		[]string{"$KV.hs_deployments_apps.default.d", "$KV.hs_replicasets_apps.default.rs",
+			"$KV.hs_roles_rbac_authorization_k8s_io.default.r", "$KV.hs_clusterrolebindings_rbac_authorization_k8s_io.crb",
+			"$KV.hs_tokens_homeostat_io.default.t", "wq.deployment.default.d", "np.n1.default.x"},
+		[]string{"deployments.apps/default.d", "replicasets.apps/default.rs",
+			"roles.rbac.authorization.k8s.io/default.r", "clusterrolebindings.rbac.authorization.k8s.io/crb"}},
+	{bus.RoleControllers, nil, nil},
+}
+
+// Each confined role's credentials suffice for its work (opening what the
+// API provisioned, writing its buckets, its work queue), and a raw NATS
+// client holding them is refused the rest.
+func TestRoleCredentialsAreConfined(t *testing.T) {
+	ctx := context.Background()
+	op, server := operatorBus(t)
+	stores := seedOwners(t, server)
+	if err := server.Provision(ctx, []string{"deployment"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range roleCases {
+		t.Run(string(c.role), func(t *testing.T) {
+			creds, err := op.RoleCreds(c.role)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conn, err := bus.Connect(ctx, bus.Config{URLs: server.ClientURL(), Creds: creds, Name: string(c.role)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(conn.Close)
+			roleDoesItsWork(t, conn, c.role)
+			snapshot := func() map[string]string {
+				out := map[string]string{}
+				for _, p := range c.protected {
+					res, key := splitRef(p)
+					o, err := stores[res].Get(ctx, key)
+					if err != nil {
+						t.Fatalf("%s: %v", p, err)
+					}
+					out[p] = o.Metadata.ResourceVersion
+				}
+				return out
+			}
+			before := snapshot()
+			violations := make(chan error, 64)
+			raw := bus.RawConnForTest(t, server.ClientURL(), creds, func(err error) { violations <- err },
+				nats.CustomInboxPrefix("_INBOX_"+string(c.role)))
+			refused := append(append([]string{}, refusedToEveryRole...), c.refused...)
+			for _, subj := range refused {
+				if err := raw.Publish(subj, []byte(`{"metadata":{"name":"forged"}}`)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := raw.Subscribe("_INBOX.stolen.>", func(*nats.Msg) {}); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{`subscription to "_INBOX.stolen.>"`}
+			for _, subj := range refused {
+				want = append(want, `publish to "`+subj+`"`)
+			}
+			awaitRefusals(t, violations, want)
+			if after := snapshot(); !sameMap(after, before) {
+				t.Fatalf("role %s changed objects it may not write:\nbefore %v\nafter  %v", c.role, before, after)
+			}
+		})
+	}
+}
+
+func splitRef(ref string) (resource, key string) {
+	for i := range ref {
+		if ref[i] == '/' {
+			return ref[:i], ref[i+1:]
+		}
+	}
+	return ref, ""
+}
+
+// roleDoesItsWork writes as the role does: the scheduler binds a pod and
+// indexes it, a host of simulated nodes writes a Node, a heartbeat and a
+// pod's status, the controllers write a Deployment and work its queue.
+// None may create a bucket.
+func roleDoesItsWork(t *testing.T, conn *bus.Conn, role bus.Role) {
+	t.Helper()
+	ctx := context.Background()
+	pods, err := conn.Store(ctx, bus.StoreSpec{Resource: "pods", Kind: "Pod", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases, err := conn.Leases(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch role {
+	case bus.RoleScheduler:
+		touch(t, pods, "default.mine")
+		idx, err := conn.NodePods(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := pods.Get(ctx, "default.mine")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := idx.Publish(ctx, []bus.NodePodChange{{Node: "n1", Key: p.Key(), Pod: p}}); err != nil {
+			t.Fatalf("the scheduler indexing a pod: %v", err)
+		}
+		if _, err := leases.Acquire(ctx, "scheduler", "s1", time.Minute); err != nil {
+			t.Fatalf("the scheduler taking its lease: %v", err)
+		}
+	case bus.RoleSimulated:
+		touch(t, pods, "default.theirs")
+		nodes, err := conn.Store(ctx, bus.StoreSpec{Resource: "nodes", Kind: "Node"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		touch(t, nodes, "n2")
+		if _, err := leases.Acquire(ctx, bus.NodeLeaseKey("n2"), "sim", time.Minute); err != nil {
+			t.Fatalf("a simulated node's heartbeat: %v", err)
+		}
+	case bus.RoleControllers:
+		d, err := conn.Store(ctx, bus.StoreSpec{Resource: "deployments.apps", Kind: "Deployment", Namespaced: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		touch(t, d, "default.d")
+		q, err := conn.Queue(ctx, bus.QueueSpec{Name: "deployment"})
+		if err != nil {
+			t.Fatalf("the controllers opening their work queue: %v", err)
+		}
+		if err := q.Add(ctx, bus.Work{Key: "default.d"}); err != nil {
+			t.Fatalf("the controllers queueing work: %v", err)
+		}
+		if err := consumeOne(ctx, q); err != nil {
+			t.Fatalf("the controllers working their queue: %v", err)
+		}
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := conn.Store(short, bus.StoreSpec{Resource: "secrets", Kind: "Secret", Namespaced: true}); err == nil {
+		t.Fatalf("role %s created a bucket", role)
+	}
+}
+
+// touch updates an object's labels, as a writer of its bucket.
+func touch(t *testing.T, st *bus.Store, key string) {
+	t.Helper()
+	ctx := context.Background()
+	o, err := st.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := o.Clone()
+	n.Metadata.Labels = map[string]string{"touched": "yes"}
+	if _, err := st.Update(ctx, n, bus.UpdateOptions{Current: o}); err != nil {
+		t.Fatalf("updating %s %s: %v", st.Resource(), key, err)
+	}
+}
+
+// consumeOne takes one delivery from q and acknowledges it.
+func consumeOne(ctx context.Context, q *bus.Queue) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	acked := make(chan error, 1)
+	done := make(chan struct{})
+	defer func() { cancel(); <-done }()
+	go func() {
+		defer close(done)
+		_ = q.Consume(ctx, 1, func(d *bus.Delivery) {
+			select {
+			case acked <- d.Ack(ctx):
+			default:
+			}
+		})
+	}()
+	select {
+	case err := <-acked:
+		return err
+	case <-ctx.Done():
+		return errors.New("no delivery within 10s")
+	}
+}
