@@ -7,6 +7,7 @@ import (
 
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/services/nodeagent"
 	"github.com/homeostat/homeostat/testenv"
 )
 
@@ -30,8 +31,11 @@ func TestUnschedulableReasonAndRetry(t *testing.T) {
 	small := kinds.ResourceList{"cpu": "1", "memory": "1Gi", "pods": "10"}
 	e.Node("a", small, nil)
 	e.Node("b", small, nil)
-	e.Node("c", kinds.ResourceList{"cpu": "8", "memory": "8Gi", "pods": "10"}, nil)
-	e.Patch("nodes", "c", `{"spec":{"taints":[{"key":"dedicated","value":"db","effect":"NoSchedule"}]}}`)
+	// Node c is tainted from the start: a taint patched on later could
+	// reach the scheduler after the pod, which would then fit there.
+	e.Node("c", kinds.ResourceList{"cpu": "8", "memory": "8Gi", "pods": "10"}, nil, func(c *nodeagent.Config) {
+		c.Taints = []kinds.Taint{{Key: "dedicated", Value: "db", Effect: "NoSchedule"}}
+	})
 	e.Apply(pod("big", "2", ""))
 	want := "0/3 nodes are available: 2 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: db}."
 	e.Eventually("the reason", 10*time.Second, func() bool {
