@@ -35,12 +35,15 @@ func operatorBus(t testing.TB) (*bus.Operator, *bus.Conn) {
 	}
 	t.Cleanup(server.Close)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
+	done := make(chan error, 2)
 	go func() { done <- server.ServeNodeRelay(ctx, slog.Default()) }()
+	go func() { done <- server.ServeCollector(ctx, slog.Default()) }()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("relay: %v", err)
+		for range 2 {
+			if err := <-done; err != nil {
+				t.Errorf("relay: %v", err)
+			}
 		}
 	})
 	// The relay is listening once it answers a node at all.

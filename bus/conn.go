@@ -185,40 +185,12 @@ func connect(ctx context.Context, cfg Config, srv *server.Server) (*Conn, error)
 		// asynchronously; logged, it is not a mystery timeout.
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { log.Warn("bus error", "err", err) }),
 	}
-	if cfg.CredsFile != "" {
-		creds, err := os.ReadFile(cfg.CredsFile)
-		if err != nil {
-			return nil, fmt.Errorf("bus: credentials: %w", err)
-		}
-		cfg.Creds = creds
+	auth, openOnly, err := authOptions(cfg)
+	if err != nil {
+		return nil, err
 	}
-	if n := credsNode(cfg.Creds); n != "" && n != cfg.Node {
-		want := "a control-plane role's"
-		if cfg.Node != "" {
-			want = "node " + cfg.Node + "'s"
-		}
-		return nil, fmt.Errorf("bus: %w: these credentials are node %s's agent's, not %s", ErrInvalid, n, want)
-	}
-	if cfg.Creds != nil {
-		o, err := credsOption(cfg.Creds)
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, o)
-	}
-	inbox := credsInbox(cfg.Creds)
-	if cfg.Node != "" {
-		if err := validNodeName(cfg.Node); err != nil {
-			return nil, err
-		}
-		inbox = nodeInbox(cfg.Node)
-	}
-	if inbox != "" {
-		// Confined credentials: replies come to the one inbox they may
-		// listen on, and streams are the API's to create.
-		opts = append(opts, nats.CustomInboxPrefix(inbox))
-		c.openOnly = true
-	}
+	opts = append(opts, auth...)
+	c.openOnly = openOnly
 	url := cfg.URLs
 	if srv != nil {
 		c.server = srv
@@ -367,4 +339,44 @@ func (c *Conn) shutdownServer() {
 		c.server.Shutdown()
 		c.server.WaitForShutdown()
 	}
+}
+
+// authOptions are the options that present cfg's credentials, and whether
+// they confine the connection (see Config.Node).
+func authOptions(cfg Config) (opts []nats.Option, openOnly bool, err error) {
+	if cfg.CredsFile != "" {
+		creds, err := os.ReadFile(cfg.CredsFile)
+		if err != nil {
+			return nil, false, fmt.Errorf("bus: credentials: %w", err)
+		}
+		cfg.Creds = creds
+	}
+	if n := credsNode(cfg.Creds); n != "" && n != cfg.Node {
+		want := "a control-plane role's"
+		if cfg.Node != "" {
+			want = "node " + cfg.Node + "'s"
+		}
+		return nil, false, fmt.Errorf("bus: %w: these credentials are node %s's agent's, not %s", ErrInvalid, n, want)
+	}
+	if cfg.Creds != nil {
+		o, err := credsOption(cfg.Creds)
+		if err != nil {
+			return nil, false, err
+		}
+		opts = append(opts, o)
+	}
+	inbox := credsInbox(cfg.Creds)
+	if cfg.Node != "" {
+		if err := validNodeName(cfg.Node); err != nil {
+			return nil, false, err
+		}
+		inbox = nodeInbox(cfg.Node)
+	}
+	if inbox != "" {
+		// Confined credentials: replies come to the one inbox they may
+		// listen on, and streams are the API's to create.
+		opts = append(opts, nats.CustomInboxPrefix(inbox))
+		openOnly = true
+	}
+	return opts, openOnly, nil
 }

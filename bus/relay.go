@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 
 	"github.com/nats-io/nats.go"
 
@@ -87,34 +86,44 @@ func (w *NodeWriter) Remove(ctx context.Context, key, uid string) error {
 }
 
 func (w *NodeWriter) ask(ctx context.Context, req relayRequest) (*object.Object, error) {
+	rep, err := w.conn.askRelay(ctx, "node relay", w.subject, req)
+	if err != nil {
+		return nil, err
+	}
+	return rep.Pod, nil
+}
+
+// askRelay sends req to a relay of the API on subject and returns its
+// reply, or the error it names as a sentinel.
+func (c *Conn) askRelay(ctx context.Context, what, subject string, req any) (*relayReply, error) {
 	data, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
 	}
-	msg := &nats.Msg{Subject: w.subject, Data: data, Header: nats.Header{}}
+	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
 	injectTrace(ctx, msg.Header)
 	ctx, cancel := bounded(ctx)
 	defer cancel()
-	m, err := w.conn.nc.RequestMsgWithContext(ctx, msg)
+	m, err := c.nc.RequestMsgWithContext(ctx, msg)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
-			return nil, fmt.Errorf("bus: node relay: %w: no relay is running", ErrUnavailable)
+			return nil, fmt.Errorf("bus: %s: %w: no relay is running", what, ErrUnavailable)
 		}
-		return nil, fmt.Errorf("bus: node relay: %w", translate(err))
+		return nil, fmt.Errorf("bus: %s: %w", what, translate(err))
 	}
 	var rep relayReply
 	if err := json.Unmarshal(m.Data, &rep); err != nil {
-		return nil, fmt.Errorf("bus: node relay: bad reply: %w", err)
+		return nil, fmt.Errorf("bus: %s: bad reply: %w", what, err)
 	}
 	if rep.Code != "" || rep.Error != "" {
 		for _, c := range relayCodes {
 			if c.code == rep.Code {
-				return nil, fmt.Errorf("bus: node relay: %w: %s", c.err, rep.Error)
+				return nil, fmt.Errorf("bus: %s: %w: %s", what, c.err, rep.Error)
 			}
 		}
-		return nil, fmt.Errorf("bus: node relay: %s", rep.Error)
+		return nil, fmt.Errorf("bus: %s: %s", what, rep.Error)
 	}
-	return rep.Pod, nil
+	return &rep, nil
 }
 
 // ServeNodeRelay answers node agents' requests until ctx ends. Replicas
@@ -124,49 +133,31 @@ func (c *Conn) ServeNodeRelay(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	ch := make(chan *nats.Msg, relayWorkers)
-	sub, err := c.nc.ChanQueueSubscribe(relayPrefix+"*.pods", relayQueue, ch)
-	if err != nil {
-		return fmt.Errorf("bus: node relay: %w", translate(err))
+	nodeOf := func(m *nats.Msg) string {
+		return tokenNode(strings.TrimSuffix(strings.TrimPrefix(m.Subject, relayPrefix), ".pods"))
 	}
-	defer func() { _ = sub.Unsubscribe() }()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	sem := make(chan struct{}, relayWorkers)
-	for {
-		var m *nats.Msg
-		select {
-		case <-ctx.Done():
-			return nil
-		case m = <-ch:
+	// Only the node's agent can be answered on its inbox. Another node
+	// cannot publish here, but it can have a stream deliver here (a push
+	// consumer's deliver subject) values it wrote itself; those come with
+	// an acknowledgement subject instead.
+	fromNode := func(m *nats.Msg) bool {
+		node := nodeOf(m)
+		if strings.HasPrefix(m.Reply, nodeInbox(node)+".") {
+			return true
 		}
-		node := tokenNode(strings.TrimSuffix(strings.TrimPrefix(m.Subject, relayPrefix), ".pods"))
-		// Only the node's agent can be answered on its inbox. Another node
-		// cannot publish here, but it can have a stream deliver here (a
-		// push consumer's deliver subject) values it wrote itself; those
-		// come with an acknowledgement subject instead.
-		if !strings.HasPrefix(m.Reply, nodeInbox(node)+".") {
-			relayRefusals.WithLabelValues("dropped").Inc()
-			log.Warn("node relay dropped a message not sent by the node's agent", "node", node, "reply", m.Reply)
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case sem <- struct{}{}:
-		}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			rep := relayWrite(WithSpan(ctx, extractSpan(m.Header)), pods, node, m.Data)
-			if rep.Code == "Forbidden" {
-				relayRefusals.WithLabelValues("forbidden").Inc()
-				log.Warn("node relay refused a write", "node", node, "err", rep.Error)
-			}
-			data, _ := json.Marshal(rep)
-			_ = m.Respond(data)
-		}()
+		relayRefusals.WithLabelValues("dropped").Inc()
+		log.Warn("node relay dropped a message not sent by the node's agent", "node", node, "reply", m.Reply)
+		return false
 	}
+	return c.serveRequests(ctx, relayPrefix+"*.pods", relayQueue, fromNode, func(ctx context.Context, m *nats.Msg) relayReply {
+		node := nodeOf(m)
+		rep := relayWrite(ctx, pods, node, m.Data)
+		if rep.Code == "Forbidden" {
+			relayRefusals.WithLabelValues("forbidden").Inc()
+			log.Warn("node relay refused a write", "node", node, "err", rep.Error)
+		}
+		return rep
+	})
 }
 
 // podWriter is what the relay needs of the pods' store.

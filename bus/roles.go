@@ -69,9 +69,10 @@ var roleReads = []string{
 // roleWrites are the subjects each confined role publishes to, beyond
 // roleReads. The controllers write objects of every kind, custom ones
 // included (the namespace controller and the garbage collector delete
-// them), so theirs is every bucket but the bus's bookkeeping.
+// them), so theirs is every bucket but the bus's bookkeeping and the
+// protected ones (roleDenied), and requests to the collector.
 var roleWrites = map[Role][]string{
-	RoleControllers: {"$KV.*.>", queuePrefix + ">", tracesPrefix + ">"},
+	RoleControllers: {"$KV.*.>", queuePrefix + ">", tracesPrefix + ">", collectSubject},
 	RoleScheduler: {kvPrefix(bucketName("pods")) + ">", kvPrefix(bucketName("events")) + ">",
 		kvPrefix(leaseBucket) + ">", nodePodsPrefix + ">", tracesPrefix + ">"},
 	RoleSimulated: {kvPrefix(bucketName("pods")) + ">", kvPrefix(bucketName("nodes")) + ">",
@@ -79,8 +80,17 @@ var roleWrites = map[Role][]string{
 }
 
 // roleDenied are buckets no confined role writes, though a wildcard of
-// roleWrites covers them: compaction marks are the API's.
-var roleDenied = []string{kvPrefix(metaBucket) + ">", kvPrefix(ceilingBucket) + ">"}
+// roleWrites covers them: compaction marks are the API's, and RBAC
+// objects and tokens grant access (the controllers remove them through
+// the collector).
+var roleDenied = func() []string {
+	out := []string{kvPrefix(metaBucket) + ">", kvPrefix(ceilingBucket) + ">"}
+	for res := range protectedStores {
+		out = append(out, kvPrefix(bucketName(res))+">")
+	}
+	sort.Strings(out)
+	return out
+}()
 
 func rolePermissions(r Role) (jwt.Permissions, error) {
 	writes, ok := roleWrites[r]

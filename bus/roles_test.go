@@ -39,7 +39,11 @@ var roleCases = []struct {
 			"$KV.hs_tokens_homeostat_io.default.t", "wq.deployment.default.d", "np.n1.default.x"},
 		[]string{"deployments.apps/default.d", "replicasets.apps/default.rs",
 			"roles.rbac.authorization.k8s.io/default.r", "clusterrolebindings.rbac.authorization.k8s.io/crb"}},
-	{bus.RoleControllers, nil, nil},
+	{bus.RoleControllers,
+		[]string{"$KV.hs_roles_rbac_authorization_k8s_io.default.r", "$KV.hs_clusterrolebindings_rbac_authorization_k8s_io.crb",
+			"$KV.hs_tokens_homeostat_io.default.t", "$KV.hs_rolebindings_rbac_authorization_k8s_io.default.rb",
+			"$KV.hs_clusterroles_rbac_authorization_k8s_io.cr"},
+		[]string{"roles.rbac.authorization.k8s.io/default.r", "clusterrolebindings.rbac.authorization.k8s.io/crb"}},
 }
 
 // Each confined role's credentials suffice for its work (opening what the

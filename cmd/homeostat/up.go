@@ -131,27 +131,12 @@ func runUp(ctx context.Context, g *globals, o *upOptions) error {
 	if err != nil {
 		return fmt.Errorf("--data-dir: %w", err)
 	}
-	// The controllers and the scheduler hold their own roles' credentials,
-	// as they would in processes of their own.
-	ctrlConn, err := joinRole(ctx, conn, op, bus.RoleControllers, log)
+	ctrlRun, schedRun, closeRoles, err := upRoles(ctx, conn, op, o, log, "up-"+identity)
 	if err != nil {
 		return err
 	}
-	defer ctrlConn.Close()
-	schedConn, err := joinRole(ctx, conn, op, bus.RoleScheduler, log)
-	if err != nil {
-		return err
-	}
-	defer schedConn.Close()
-	ctrl, err := controllers.New(controllers.Config{Bus: ctrlConn, Logger: log, EvictAfter: o.evict, Identity: "up-" + identity})
-	if err != nil {
-		return err
-	}
-	sched, err := scheduler.New(scheduler.Config{Bus: schedConn, Logger: log, Identity: "up-" + identity})
-	if err != nil {
-		return err
-	}
-	runs := []func(context.Context) error{served.Run, ctrl.Run, sched.Run}
+	defer closeRoles()
+	runs := []func(context.Context) error{served.Run, ctrlRun, schedRun}
 	if !o.noAgent {
 		a := o.agent
 		a.dataDir = filepath.Join(o.dataDir, "agent")
@@ -161,6 +146,31 @@ func runUp(ctx context.Context, g *globals, o *upOptions) error {
 	err = runAll(ctx, runs...)
 	fmt.Println("Homeostat stopped.")
 	return err
+}
+
+// upRoles are up's controllers and scheduler, each on a connection with
+// its own role's credentials, as they would be in processes of their own.
+func upRoles(ctx context.Context, conn *bus.Conn, op *bus.Operator, o *upOptions, log *slog.Logger, identity string) (
+	ctrlRun, schedRun func(context.Context) error, closeAll func(), err error) {
+	ctrlConn, err := joinRole(ctx, conn, op, bus.RoleControllers, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	schedConn, err := joinRole(ctx, conn, op, bus.RoleScheduler, log)
+	if err != nil {
+		ctrlConn.Close()
+		return nil, nil, nil, err
+	}
+	closeAll = func() { ctrlConn.Close(); schedConn.Close() }
+	ctrl, err := controllers.New(controllers.Config{Bus: ctrlConn, Logger: log, EvictAfter: o.evict, Identity: identity})
+	if err == nil {
+		var sched *scheduler.Service
+		if sched, err = scheduler.New(scheduler.Config{Bus: schedConn, Logger: log, Identity: identity}); err == nil {
+			return ctrl.Run, sched.Run, closeAll, nil
+		}
+	}
+	closeAll()
+	return nil, nil, nil, err
 }
 
 // joinRole connects a role of up's control plane to its embedded server

@@ -189,7 +189,7 @@ func (s *Service) Run(ctx context.Context) error {
 		serveErr <- srv.Serve(ln)
 	}()
 	s.log.Info("api serving", "addr", ln.Addr().String())
-	loops := make(chan error, 5)
+	loops := make(chan error, 6)
 	go func() { loops <- s.start(ctx, loops) }()
 	var err error
 	select {
@@ -231,6 +231,8 @@ func (s *Service) start(ctx context.Context, errs chan<- error) error {
 	go func() { s.events.Run(ctx); errs <- nil }()
 	// Node agents write their pods through the API's replicas.
 	go func() { errs <- s.cfg.Bus.ServeNodeRelay(ctx, s.log) }()
+	// The controllers remove RBAC objects and tokens through them too.
+	go func() { errs <- s.cfg.Bus.ServeCollector(ctx, s.log) }()
 	<-ctx.Done()
 	return nil
 }

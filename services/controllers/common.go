@@ -261,3 +261,21 @@ func mustJSON(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
 	return b
 }
+
+// removeObject deletes o from st; RBAC objects and tokens, which the
+// controllers may not write, go through the API's collector, which checks
+// that they are garbage.
+func removeObject(ctx context.Context, conn *bus.Conn, st *bus.Store, o *object.Object) error {
+	if bus.Protected(st.Resource()) {
+		return conn.Collect(ctx, st.Resource(), o.Key(), o.Metadata.UID)
+	}
+	_, _, err := st.Delete(ctx, o.Key(), bus.DeleteOptions{UID: o.Metadata.UID})
+	return err
+}
+
+func ignoreNotFound(err error) error {
+	if errors.Is(err, bus.ErrNotFound) {
+		return nil
+	}
+	return err
+}

@@ -212,7 +212,7 @@ func (g *garbageCollector) Reconcile(ctx context.Context, req reconcile.Request)
 			return reconcile.Result{}, err
 		}
 	}
-	_, _, err := inf.Store().Delete(ctx, o.Key(), bus.DeleteOptions{UID: o.Metadata.UID})
+	err := removeObject(ctx, g.bus, inf.Store(), o)
 	if errors.Is(err, bus.ErrNotFound) || errors.Is(err, bus.ErrConflict) {
 		return reconcile.Result{}, nil
 	}
@@ -260,7 +260,7 @@ func (g *garbageCollector) finalize(ctx context.Context, inf *reconcile.Informer
 			if inf == nil {
 				continue
 			}
-			if err := setOwner(ctx, inf.Store(), d.obj, nil, o.Metadata.UID); err != nil {
+			if err := g.orphan(ctx, inf.Store(), d.obj, o.Metadata.UID); err != nil {
 				return reconcile.Result{}, fmt.Errorf("orphaning %s: %w", d.obj.Key(), err)
 			}
 		}
@@ -290,6 +290,9 @@ func (g *garbageCollector) finalize(ctx context.Context, inf *reconcile.Informer
 // deleteForeground deletes a dependent, in the foreground too when it has
 // dependents of its own, so that the whole tree goes bottom-up.
 func (g *garbageCollector) deleteForeground(ctx context.Context, st *bus.Store, d *object.Object) error {
+	if bus.Protected(st.Resource()) {
+		return ignoreNotFound(g.bus.Collect(ctx, st.Resource(), d.Key(), d.Metadata.UID))
+	}
 	if len(g.dependents(d.Metadata.UID)) > 0 && !d.Metadata.HasFinalizer(FinalizerForeground) {
 		n := d.Clone()
 		n.Metadata.Finalizers = append(n.Metadata.Finalizers, FinalizerForeground)
@@ -305,7 +308,20 @@ func (g *garbageCollector) deleteForeground(ctx context.Context, st *bus.Store, 
 	return err
 }
 
+// orphan takes the owner ownerUID from a dependent. A protected one (a
+// token of a ServiceAccount being deleted) is removed instead: it grants
+// access, and would outlive what it names.
+func (g *garbageCollector) orphan(ctx context.Context, st *bus.Store, d *object.Object, ownerUID string) error {
+	if bus.Protected(st.Resource()) {
+		return ignoreNotFound(g.bus.Collect(ctx, st.Resource(), d.Key(), d.Metadata.UID))
+	}
+	return setOwner(ctx, st, d, nil, ownerUID)
+}
+
 func (g *garbageCollector) dropFinalizer(ctx context.Context, inf *reconcile.Informer, o *object.Object, f string) error {
+	if st := inf.Store(); bus.Protected(st.Resource()) {
+		return ignoreNotFound(g.bus.Finalize(ctx, st.Resource(), o.Key(), o.Metadata.UID, f))
+	}
 	n := o.Clone()
 	n.Metadata.RemoveFinalizer(f)
 	_, err := inf.Store().Update(ctx, n, bus.UpdateOptions{Current: o})

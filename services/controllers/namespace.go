@@ -55,7 +55,7 @@ func (c *namespaces) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			}
 			// Pods go at once: their processes are stopped by the agent
 			// when it sees them vanish.
-			if _, _, err := st.Delete(ctx, it.Key(), bus.DeleteOptions{UID: it.Metadata.UID}); err != nil && !errors.Is(err, bus.ErrNotFound) {
+			if err := removeObject(ctx, c.bus, st, it); err != nil && !errors.Is(err, bus.ErrNotFound) {
 				return reconcile.Result{}, err
 			}
 		}
