@@ -20,34 +20,14 @@ import (
 	"time"
 
 	"github.com/homeostat/homeostat/kubeconfig"
+	"github.com/homeostat/homeostat/testenv"
 	"github.com/homeostat/homeostat/testenv/poll"
 )
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-// binary builds the homeostat command once per test run.
+// binary is the homeostat command, built once per test run.
 func binary(t *testing.T) string {
 	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "homeostat-e2e")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "homeostat")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
+	return testenv.Binary(t, "github.com/homeostat/homeostat/cmd/homeostat")
 }
 
 // server is a running `homeostat up`.
@@ -350,8 +330,6 @@ func startBackground(t *testing.T, s *server, args ...string) func() string {
 // TestMain removes the binary the tests built.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binPath != "" {
-		_ = os.RemoveAll(filepath.Dir(binPath))
-	}
+	testenv.RemoveBinaries()
 	os.Exit(code)
 }

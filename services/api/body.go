@@ -18,45 +18,61 @@ const mergePatchType = "application/merge-patch+json"
 
 // readBody reads a bounded request body: 413 past the limit, 415 for a
 // media type other than JSON or YAML (or merge patch, where allowed).
+// YAML comes back as JSON.
 func (s *Service) readBody(r *http.Request, patch bool) ([]byte, *apiError) {
+	allowed := map[string]bool{"application/json": !patch, "application/yaml": !patch, "application/x-yaml": !patch,
+		"text/yaml": !patch, mergePatchType: patch}
+	want := "application/json or application/yaml"
+	if patch {
+		want = mergePatchType
+	}
+	data, mt, e := s.readBodyAs(r, allowed, want)
+	if e != nil {
+		return nil, e
+	}
+	return asJSON(data, mt)
+}
+
+// asJSON turns a YAML body into JSON; a JSON one comes back as it is.
+func asJSON(data []byte, mt string) ([]byte, *apiError) {
+	if mt == "application/json" || mt == mergePatchType {
+		return data, nil
+	}
+	j, err := manifest.ToJSON(data)
+	if err != nil {
+		return nil, badRequest("the request body is not a YAML object: %v", err)
+	}
+	return j, nil
+}
+
+// readBodyAs reads a bounded body of one of the allowed media types (want
+// says which, for the 415) and returns it with its media type as sent.
+func (s *Service) readBodyAs(r *http.Request, allowed map[string]bool, want string) ([]byte, string, *apiError) {
 	ct := r.Header.Get("Content-Type")
 	mt := "application/json"
 	if ct != "" {
 		var err error
 		if mt, _, err = mime.ParseMediaType(ct); err != nil {
-			return nil, newError(http.StatusUnsupportedMediaType, object.ReasonUnsupportedMediaType, "malformed Content-Type %q", ct)
+			return nil, "", newError(http.StatusUnsupportedMediaType, object.ReasonUnsupportedMediaType, "malformed Content-Type %q", ct)
 		}
 	}
-	allowed := map[string]bool{"application/json": !patch, "application/yaml": !patch, "application/x-yaml": !patch,
-		"text/yaml": !patch, mergePatchType: patch}
 	if !allowed[mt] {
-		want := "application/json or application/yaml"
-		if patch {
-			want = mergePatchType
-		}
-		return nil, newError(http.StatusUnsupportedMediaType, object.ReasonUnsupportedMediaType,
+		return nil, "", newError(http.StatusUnsupportedMediaType, object.ReasonUnsupportedMediaType,
 			"Content-Type %q is not supported here; use %s", mt, want)
 	}
 	data, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.maxBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, newError(http.StatusRequestEntityTooLarge, object.ReasonRequestEntityTooLarge,
+			return nil, "", newError(http.StatusRequestEntityTooLarge, object.ReasonRequestEntityTooLarge,
 				"the request body is larger than the limit of %d bytes", s.maxBody)
 		}
-		return nil, badRequest("reading the request body: %v", err)
+		return nil, "", badRequest("reading the request body: %v", err)
 	}
 	if len(data) == 0 {
-		return nil, badRequest("the request body is empty")
+		return nil, "", badRequest("the request body is empty")
 	}
-	if mt != "application/json" && mt != mergePatchType {
-		j, err := manifest.ToJSON(data)
-		if err != nil {
-			return nil, badRequest("the request body is not a YAML object: %v", err)
-		}
-		data = j
-	}
-	return data, nil
+	return data, mt, nil
 }
 
 // decodeObject parses a JSON body into a generic document (for the schema)

@@ -67,17 +67,11 @@ func (s *Service) issueToken(w http.ResponseWriter, r *http.Request, ref *resour
 	if e != nil {
 		return e
 	}
-	var req tokenRequest
-	if r.ContentLength != 0 {
-		data, e := s.readBody(r, false)
-		if e != nil {
-			return e
-		}
-		if err := json.Unmarshal(data, &req); err != nil {
-			return badRequest("the body is not a TokenRequest: %v", err)
-		}
+	req, e := s.readTokenRequest(r)
+	if e != nil {
+		return e
 	}
-	ttl, e := tokenTTL(ref, &req)
+	ttl, e := tokenTTL(ref, req)
 	if e != nil {
 		return e
 	}
@@ -124,6 +118,34 @@ func (s *Service) issueToken(w http.ResponseWriter, r *http.Request, ref *resour
 	}
 	writeJSON(w, http.StatusCreated, req)
 	return nil
+}
+
+// readTokenRequest reads a TokenRequest in JSON, YAML or protobuf (what
+// kubectl sends); an empty body asks for the defaults.
+func (s *Service) readTokenRequest(r *http.Request) (*tokenRequest, *apiError) {
+	var req tokenRequest
+	if r.ContentLength == 0 {
+		return &req, nil
+	}
+	data, mt, e := s.readBodyAs(r, map[string]bool{"application/json": true, "application/yaml": true,
+		"application/x-yaml": true, "text/yaml": true, protobufType: true}, "application/json, application/yaml or "+protobufType)
+	if e != nil {
+		return nil, e
+	}
+	if mt == protobufType {
+		pr, err := decodeTokenRequestProto(data)
+		if err != nil {
+			return nil, badRequest("the body is not a TokenRequest: %v", err)
+		}
+		return pr, nil
+	}
+	if data, e = asJSON(data, mt); e != nil {
+		return nil, e
+	}
+	if err := json.Unmarshal(data, &req); err != nil {
+		return nil, badRequest("the body is not a TokenRequest: %v", err)
+	}
+	return &req, nil
 }
 
 // tokenTTL checks a TokenRequest's spec and says how long its token lives.

@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	authv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/services/api"
@@ -140,19 +144,32 @@ func TestTokenRequestsRefused(t *testing.T) {
 	base := startAPI(t, conn(t))
 	mustCode(t, call(t, "POST", base+"/api/v1/namespaces/default/serviceaccounts", "application/json",
 		`{"metadata":{"name":"ci"}}`), 201, "")
+	short, bound := int64(60), int64(3600)
 	for _, tc := range []struct {
 		name, sa, body string
 		code           int
 		why            string
+		contentType    string
 	}{
-		{"too short", "ci", `{"spec":{"expirationSeconds":60}}`, 422, "spec.expirationSeconds"},
-		{"too long", "ci", `{"spec":{"expirationSeconds":5000000000}}`, 422, "spec.expirationSeconds"},
-		{"bound", "ci", `{"spec":{"boundObjectRef":{"kind":"Pod","name":"x"}}}`, 422, "spec.boundObjectRef"},
-		{"wrong kind", "ci", `{"apiVersion":"v1","kind":"Pod"}`, 400, "TokenRequest"},
-		{"no account", "nobody", `{}`, 404, "nobody"},
+		{"too short", "ci", `{"spec":{"expirationSeconds":60}}`, 422, "spec.expirationSeconds", ""},
+		{"too long", "ci", `{"spec":{"expirationSeconds":5000000000}}`, 422, "spec.expirationSeconds", ""},
+		{"bound", "ci", `{"spec":{"boundObjectRef":{"kind":"Pod","name":"x"}}}`, 422, "spec.boundObjectRef", ""},
+		{"wrong kind", "ci", `{"apiVersion":"v1","kind":"Pod"}`, 400, "TokenRequest", ""},
+		{"no account", "nobody", `{}`, 404, "nobody", ""},
+		// What kubectl's typed client sends.
+		{"too short in protobuf", "ci", protoTokenRequest(t, authv1.TokenRequestSpec{ExpirationSeconds: &short}), 422,
+			"spec.expirationSeconds", "application/vnd.kubernetes.protobuf"},
+		{"bound in protobuf", "ci", protoTokenRequest(t, authv1.TokenRequestSpec{ExpirationSeconds: &bound,
+			BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", Name: "x"}}), 422, "spec.boundObjectRef", "application/vnd.kubernetes.protobuf"},
+		{"garbled protobuf", "ci", "k8s\x00garbage", 400, "TokenRequest", "application/vnd.kubernetes.protobuf"},
+		{"xml", "ci", "<TokenRequest/>", 415, "application/xml", "application/xml"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := call(t, "POST", base+"/api/v1/namespaces/default/serviceaccounts/"+tc.sa+"/token", "application/json", tc.body)
+			ct := tc.contentType
+			if ct == "" {
+				ct = "application/json"
+			}
+			r := call(t, "POST", base+"/api/v1/namespaces/default/serviceaccounts/"+tc.sa+"/token", ct, tc.body)
 			if r.code != tc.code || !strings.Contains(r.status.Message, tc.why) {
 				t.Fatalf("got %d %s, want %d naming %q", r.code, r.body, tc.code, tc.why)
 			}
@@ -190,4 +207,20 @@ func storeToken(t *testing.T, c *bus.Conn, name, saUID, secret string, expires t
 		t.Fatal(err)
 	}
 	return st
+}
+
+// protoTokenRequest is a TokenRequest in Kubernetes' protobuf encoding.
+func protoTokenRequest(t *testing.T, spec authv1.TokenRequestSpec) string {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := authv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	tr := &authv1.TokenRequest{Spec: spec}
+	tr.SetGroupVersionKind(authv1.SchemeGroupVersion.WithKind("TokenRequest"))
+	var b strings.Builder
+	if err := protobuf.NewSerializer(scheme, scheme).Encode(tr, &b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
