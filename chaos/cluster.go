@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -151,9 +152,19 @@ type natsNode struct {
 func startCluster(ctx context.Context, dir, bin, natsBin string) (system, error) {
 	c := &cluster{dir: dir, bins: Binaries{Homeostat: bin, NATS: natsBin}, routes: map[[2]int]*tcpproxy.Proxy{},
 		real: runNodeName("chaos-real-", dir), cls: map[string]*client.Client{}}
+	if err := c.writeAuth(); err != nil {
+		return nil, err
+	}
 	if err := c.startNATS(ctx); err != nil {
 		c.close()
 		return nil, err
+	}
+	// Faults run through the secure path: a client without credentials
+	// is not let in.
+	if conn, err := bus.Connect(ctx, bus.Config{URLs: c.natsURLs(), Name: "anonymous"}); err == nil {
+		conn.Close()
+		c.close()
+		return nil, errors.New("chaos: the cluster's NATS servers let in a client without credentials")
 	}
 	if err := c.startRoles(ctx); err != nil {
 		c.close()
@@ -195,9 +206,46 @@ func (c *cluster) startNATS(ctx context.Context) error {
 	return nil
 }
 
+// writeAuth makes the cluster's operator, the servers' auth.conf that
+// trusts it, and each process's credentials (creds/NAME.creds), as
+// `homeostat nats init` does for a deployment.
+func (c *cluster) writeAuth() error {
+	op, err := bus.LoadOperator(filepath.Join(c.dir, "operator"))
+	if err != nil {
+		return err
+	}
+	conf, err := op.ServerConfig()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(c.dir, "auth.conf"), conf, 0o600); err != nil {
+		return err
+	}
+	files := map[string]func() ([]byte, error){"node": func() ([]byte, error) { return op.NodeCreds(c.real) }}
+	for _, r := range bus.Roles {
+		files[string(r)] = func() ([]byte, error) { return op.RoleCreds(r) }
+	}
+	if err := os.MkdirAll(filepath.Join(c.dir, "creds"), 0o700); err != nil {
+		return err
+	}
+	for name, mint := range files {
+		b, err := mint()
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(c.credsFile(name), b, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *cluster) credsFile(name string) string { return filepath.Join(c.dir, "creds", name+".creds") }
+
 // natsConfig: a JetStream node that syncs every write (as a cluster
-// should), listens on ports of its choosing, tells the harness which, and
-// reaches its peers only through the harness's proxies.
+// should), listens on ports of its choosing, tells the harness which,
+// reaches its peers only through the harness's proxies, and lets in only
+// credentials the cluster's operator signed.
 func (c *cluster) natsConfig(i int, dir string) string {
 	var routes []string
 	for j := range 3 {
@@ -209,6 +257,7 @@ func (c *cluster) natsConfig(i int, dir string) string {
 	// advertised route address nobody answers on keeps servers from
 	// gossiping their way around a partition.
 	return fmt.Sprintf(`server_name: n%d
+include "../auth.conf"
 listen: 127.0.0.1:-1
 http: 127.0.0.1:-1
 ports_file_dir: %q
@@ -280,8 +329,10 @@ func (c *cluster) natsURLs() string {
 
 var apiServing = regexp.MustCompile(`api serving" addr=(\S+)`)
 
-func (c *cluster) role(name string, args ...string) *proc {
-	p := newProc(c.dir, name, c.bins.Homeostat, append(args, "--nats", c.natsURLs(), "--replicas", "3", "--log-level", "info")...)
+// role is a Homeostat process holding the credentials named creds.
+func (c *cluster) role(name, creds string, args ...string) *proc {
+	p := newProc(c.dir, name, c.bins.Homeostat, append(args, "--nats", c.natsURLs(), "--nats-creds", c.credsFile(creds),
+		"--replicas", "3", "--log-level", "info")...)
 	p.env = []string{"OTEL_TRACES_EXPORTER="}
 	return p
 }
@@ -289,16 +340,16 @@ func (c *cluster) role(name string, args ...string) *proc {
 func (c *cluster) startRoles(ctx context.Context) error {
 	for i := range 2 {
 		// The replicas share one authority, made by the first to start.
-		api := c.role(fmt.Sprintf("api%d", i), "api", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(c.dir, "apidata"))
+		api := c.role(fmt.Sprintf("api%d", i), "api", "api", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(c.dir, "apidata"))
 		c.apis = append(c.apis, api)
-		c.ctrls = append(c.ctrls, c.role(fmt.Sprintf("controllers%d", i), "controllers", "--metrics-listen", "",
+		c.ctrls = append(c.ctrls, c.role(fmt.Sprintf("controllers%d", i), "controllers", "controllers", "--metrics-listen", "",
 			"--node-grace", "6s", "--evict-after", "20s"))
-		c.scheds = append(c.scheds, c.role(fmt.Sprintf("scheduler%d", i), "scheduler", "--metrics-listen", "",
+		c.scheds = append(c.scheds, c.role(fmt.Sprintf("scheduler%d", i), "scheduler", "scheduler", "--metrics-listen", "",
 			"--identity", fmt.Sprintf("chaos-s%d", i)))
 	}
-	c.agent = c.role("agent", "nodeagent", "--name", c.real, "--data-dir", filepath.Join(c.dir, "agent"),
+	c.agent = c.role("agent", "node", "nodeagent", "--name", c.real, "--data-dir", filepath.Join(c.dir, "agent"),
 		"--listen", "127.0.0.1:0", "--heartbeat", "1s", "--grace", "6s", "--restart-backoff", "1s")
-	c.sim = c.role("sim", "nodeagent", "--name", "chaos-sim", "--simulate", "4", "--data-dir", filepath.Join(c.dir, "sim"),
+	c.sim = c.role("sim", "simulated", "nodeagent", "--name", "chaos-sim", "--simulate", "4", "--data-dir", filepath.Join(c.dir, "sim"),
 		"--heartbeat", "1s", "--grace", "6s")
 	all := append(append(append(append([]*proc{}, c.apis...), c.ctrls...), c.scheds...), c.agent, c.sim)
 	for _, p := range all {
@@ -350,7 +401,7 @@ func (c *cluster) client(i int) *client.Client {
 func (c *cluster) node() string { return c.real }
 
 func (c *cluster) badValues(ctx context.Context, n int) ([]string, error) {
-	return writeBadValues(ctx, bus.Config{URLs: c.natsURLs(), Replicas: 3}, n)
+	return writeBadValues(ctx, bus.Config{URLs: c.natsURLs(), CredsFile: c.credsFile("api"), Replicas: 3}, n)
 }
 
 // faults of a cluster: each NATS node killed, frozen or cut off from the

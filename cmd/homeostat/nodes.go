@@ -221,7 +221,8 @@ func newNodeAgent(g *globals) *cobra.Command {
 			ctx := cmd.Context()
 			return withTracing(ctx, "homeostat-nodeagent", func() error {
 				// A real node's agent holds only its node's permissions
-				// on the bus; a host of simulated nodes is trusted.
+				// on the bus; a host of simulated nodes writes for all of
+				// its nodes (the simulated role's credentials).
 				node := o.name
 				if o.simulate > 0 {
 					node = ""
