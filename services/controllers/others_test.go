@@ -71,10 +71,12 @@ func TestJobCompletesWithParallelism(t *testing.T) {
 	e := newEnv(t)
 	e.controllers()
 	e.apply(fmt.Sprintf(jobYAML, "batch", 5, 2, 3))
-	poll.Until(t, "two pods in parallel", 10*time.Second, func() bool { return len(e.list("pods", "job-name=batch")) == 2 })
-	if st := jobStatus(e, "batch"); st.Active != 2 || st.StartTime == nil {
-		t.Fatalf("status before finishing: %+v", st)
-	}
+	// The status follows the pods' creation: it is waited for, not read
+	// the moment they appear.
+	poll.Until(t, "two pods in parallel, in the status too", 10*time.Second, func() bool {
+		st := jobStatus(e, "batch")
+		return len(e.list("pods", "job-name=batch")) == 2 && st.Active == 2 && st.StartTime != nil
+	})
 	stop := finishPods(e, "batch", kinds.PodSucceeded)
 	defer stop()
 	poll.Until(t, "Complete", 15*time.Second, func() bool {
