@@ -224,3 +224,20 @@ func TestNATSNeedsCredentials(t *testing.T) {
 		return err != nil && strings.Contains(errOut, "not found")
 	})
 }
+
+// TestAgentLogEndpointBeyondLoopbackNeedsTLS: an agent asked to serve logs
+// beyond loopback without TLS and a client authority refuses to start,
+// saying what to give, before it reaches the bus.
+func TestAgentLogEndpointBeyondLoopbackNeedsTLS(t *testing.T) {
+	for _, args := range [][]string{
+		{"--listen", "0.0.0.0:0"},
+		{"--listen", "127.0.0.1:0", "--tls-cert", "x.crt"},
+	} {
+		cmd := exec.Command(binary(t), append([]string{"nodeagent", "--name", "n1", "--data-dir", t.TempDir(),
+			"--nats", "nats://127.0.0.1:1"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "--tls-cert, --tls-key and --client-ca") {
+			t.Fatalf("nodeagent %v: %v\n%s", args, err, out)
+		}
+	}
+}

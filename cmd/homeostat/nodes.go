@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -22,6 +25,7 @@ import (
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/client"
 	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/pki"
 	"github.com/homeostat/homeostat/services/nodeagent"
 	"github.com/homeostat/homeostat/services/nodeagent/process"
 	"github.com/homeostat/homeostat/services/scheduler"
@@ -41,6 +45,8 @@ type agentOptions struct {
 	stopPods  bool
 	backoff   time.Duration
 	podUser   string
+	// The log endpoint's TLS, required beyond loopback.
+	tlsCert, tlsKey, clientCA string
 }
 
 const podUserHelp = "UID[:GID] that a pod's processes run as when it names no securityContext.runAsUser (default: the agent's own user)"
@@ -69,7 +75,10 @@ func (o *agentOptions) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&o.name, "name", strings.ToLower(host), "node name (with --simulate, the prefix of the virtual nodes)")
 	f.StringVar(&o.dataDir, "data-dir", filepath.Join(defaultDataDir(), "agent"), "directory for container logs")
-	f.StringVar(&o.listen, "listen", "127.0.0.1:0", "address serving container logs to the API")
+	f.StringVar(&o.listen, "listen", "127.0.0.1:0", "address serving container logs to the API (beyond loopback it needs --tls-cert, --tls-key and --client-ca)")
+	f.StringVar(&o.tlsCert, "tls-cert", "", "certificate of the log endpoint, valid for the node's name (the API reaches https://NAME:PORT)")
+	f.StringVar(&o.tlsKey, "tls-key", "", "key of --tls-cert")
+	f.StringVar(&o.clientCA, "client-ca", "", "the cluster's authority: the log endpoint answers only the API's certificate it signed ("+pki.APIClientName+")")
 	f.StringVar(&o.address, "address", "", "the node's IP, reported as its pods' IP and used to reach its logs (default: 127.0.0.1 when listening on loopback, else this host's first non-loopback IPv4)")
 	f.StringVar(&o.capacity, "capacity", "", "capacity as cpu=4,memory=8Gi,pods=110 (default: this machine's)")
 	f.StringSliceVar(&o.labels, "label", nil, "node label key=value (repeatable)")
@@ -112,6 +121,52 @@ func memTotal() int64 {
 		}
 	}
 	return kb * 1024
+}
+
+// checkLogEndpoint refuses a log endpoint beyond loopback without TLS and
+// a client authority: it would serve every pod's log to anyone who
+// reaches it (a pod on another node, say).
+func (o *agentOptions) checkLogEndpoint() error {
+	host, _, err := net.SplitHostPort(o.listen)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	given := 0
+	for _, f := range []string{o.tlsCert, o.tlsKey, o.clientCA} {
+		if f != "" {
+			given++
+		}
+	}
+	if given != 0 && given != 3 {
+		return errors.New("--tls-cert, --tls-key and --client-ca go together")
+	}
+	ip := net.ParseIP(host)
+	if given == 0 && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("--listen %s is beyond loopback: give --tls-cert, --tls-key and --client-ca, so that the agent serves logs to the API alone", o.listen)
+	}
+	return nil
+}
+
+// tlsListener serves ln over TLS, asking for a client certificate of the
+// authority in --client-ca.
+func (o *agentOptions) tlsListener(ln net.Listener) (net.Listener, error) {
+	cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+	}
+	caPEM, err := os.ReadFile(o.clientCA)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("--client-ca: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		ln.Close()
+		return nil, fmt.Errorf("--client-ca: no certificates in %s", o.clientCA)
+	}
+	return tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool,
+		ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}), nil
 }
 
 // hostAddress is the address others reach this node at: loopback when the
@@ -187,19 +242,30 @@ func runAgent(ctx context.Context, g *globals, o *agentOptions, conn *bus.Conn) 
 	if addr == "" {
 		addr = hostAddress(ln.Addr().(*net.TCPAddr).IP)
 	}
+	agentURL := "http://" + net.JoinHostPort(addr, port)
+	if o.tlsCert != "" {
+		if ln, err = o.tlsListener(ln); err != nil {
+			return err
+		}
+		agentURL = "https://" + net.JoinHostPort(o.name, port)
+	}
 	pods, err := conn.NodeWriter(o.name)
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("--name: %w", err)
 	}
 	a, err := nodeagent.New(nodeagent.Config{Bus: conn, Pods: pods, Logger: log, NodeName: o.name, Identity: identity, Runtime: rt, Capacity: capacity,
-		Labels: labels, Address: addr, AgentURL: "http://" + net.JoinHostPort(addr, port), HeartbeatEvery: o.heartbeat, Grace: o.grace,
+		Labels: labels, Address: addr, AgentURL: agentURL, HeartbeatEvery: o.heartbeat, Grace: o.grace,
 		StopPodsOnExit: o.stopPods})
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	srv := &http.Server{Handler: nodeagent.Handler(a), ReadHeaderTimeout: 10 * time.Second}
+	handler := nodeagent.Handler(a)
+	if o.tlsCert != "" {
+		handler = nodeagent.OnlyClient(pki.APIClientName, handler)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	serve := func(ctx context.Context) error {
 		go func() { <-ctx.Done(); _ = srv.Close() }()
 		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
@@ -226,6 +292,8 @@ func newNodeAgent(g *globals) *cobra.Command {
 				node := o.name
 				if o.simulate > 0 {
 					node = ""
+				} else if err := o.checkLogEndpoint(); err != nil {
+					return err
 				}
 				conn, err := bf.connect(ctx, "homeostat-nodeagent", node, g.logger())
 				if err != nil {

@@ -78,6 +78,12 @@ func (s *secureFlags) apply(cfg *api.Config, dataDir string, addr net.Addr) (*ad
 		return nil, err
 	}
 	cfg.TLS = &tls.Config{GetCertificate: serving.GetCertificate, ClientCAs: ca.Pool(), MinVersion: tls.VersionTLS12}
+	// Agents serving logs beyond loopback answer only this certificate.
+	agentClient, err := pki.NewClient(ca, pki.Request{CommonName: pki.APIClientName, Lifetime: 24 * time.Hour})
+	if err != nil {
+		return nil, err
+	}
+	cfg.AgentTLS = &tls.Config{RootCAs: ca.Pool(), GetClientCertificate: agentClient.GetClientCertificate, MinVersion: tls.VersionTLS12}
 	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
 		host = "127.0.0.1"
 	}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -85,16 +86,19 @@ func total(m map[string]int) (n int) {
 	return n
 }
 
-// apply applies a manifest, trying again while the API answers 503 (a
-// failover in progress) for up to a minute.
-func apply(t *testing.T, c *client.Client, y string) {
+// apply applies a Deployment's manifest, trying again while the API
+// answers 503 (a failover in progress) for up to a minute.
+func apply(t *testing.T, c *client.Client, y string) { applyAs(t, c, "deployments.apps", y) }
+
+// applyAs applies a manifest of resource as apply does.
+func applyAs(t *testing.T, c *client.Client, resource, y string) {
 	t.Helper()
 	docs, err := manifest.DecodeBytes([]byte(y))
 	if err != nil {
 		t.Fatal(err)
 	}
 	poll.Until(t, "the apply to go through", time.Minute, func() bool {
-		res, err := c.ResourceFor(context.Background(), "deployments.apps")
+		res, err := c.ResourceFor(context.Background(), resource)
 		if err == nil {
 			_, _, err = c.Apply(context.Background(), res, "default", docs[0].JSON)
 		}
@@ -175,6 +179,40 @@ func natsRefusesAnonymous(t *testing.T) {
 	}
 }
 
+// agentServesOnlyTheAPI: a pod's log comes through the API, which reaches
+// the agent over TLS with its own certificate, while the agent answers
+// nobody else, not even a certificate of the cluster's admin.
+func agentServesOnlyTheAPI(t *testing.T, c *client.Client, base string, admin *kubeconfig.Target) {
+	t.Helper()
+	applyAs(t, c, "pods", `apiVersion: v1
+kind: Pod
+metadata: {name: logged}
+spec:
+  nodeSelector: {kubernetes.io/hostname: node1}
+  containers: [{name: c, command: [homeostat, demo, --listen, ":0"]}]
+`)
+	var last string
+	poll.Until(t, "the pod's log through the API", 2*time.Minute, func() bool {
+		resp, err := admin.HTTPClient().Get(base + "/api/v1/namespaces/default/pods/logged/log")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		last = fmt.Sprintf("%d %s", resp.StatusCode, b)
+		return resp.StatusCode == http.StatusOK && strings.Contains(string(b), "listening on")
+	})
+	t.Logf("log through the API: %s", strings.TrimSpace(last))
+	cmd := exec.Command("docker-compose", "-p", project, "-f", "docker-compose.yml", "run", "--rm", "--no-deps",
+		"scheduler1", "--kubeconfig", "/pki/admin.kubeconfig", "--server", "https://node1:10250", "get", "pods")
+	port, _ := os.LookupEnv("HOMEOSTAT_API_PORT")
+	cmd.Env = append(os.Environ(), "HOMEOSTAT_API_PORT="+port)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "forbidden") {
+		t.Fatalf("the admin's certificate straight to node1's agent: %v\n%s", err, out)
+	}
+}
+
 const web = `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}
@@ -221,6 +259,7 @@ func TestClusterSurvivesLosingANATSNodeAndAController(t *testing.T) {
 	})
 	apply(t, c, fmt.Sprintf(web, 30))
 	poll.Until(t, "30 running pods", 3*time.Minute, func() bool { return total(runningPods(t, c)) == 30 })
+	agentServesOnlyTheAPI(t, c, base, target)
 
 	// Lose a NATS node: replicated streams keep a quorum of two, and the
 	// change is acted on at once, not at the next resync.

@@ -57,7 +57,7 @@ func (s *Service) podLog(w http.ResponseWriter, r *http.Request, ref *resourceRe
 	if err != nil {
 		return newError(http.StatusInternalServerError, object.ReasonInternalError, "%v", err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.agents.Do(req)
 	if err != nil {
 		return newError(http.StatusServiceUnavailable, object.ReasonServiceUnavailable, "the agent of node %q did not answer: %v", p.Spec.NodeName, err)
 	}

@@ -59,6 +59,10 @@ type Config struct {
 	Audit AuditConfig
 	// Limits bound what one user may hold of the API at once.
 	Limits Limits
+	// AgentTLS, when set, is how the API reaches agents that serve logs
+	// over HTTPS: the authority that signs their certificates and the
+	// client certificate they answer (pki.APIClientName).
+	AgentTLS *tls.Config
 	// Queues are the controllers' work queues, created at start with the
 	// rest of the streams, since the controllers' credentials may not
 	// create streams.
@@ -98,6 +102,8 @@ type Service struct {
 	// limits, and what each user holds of them.
 	limits                Limits
 	inFlight, longRunning counts
+	// agents fetches logs from node agents.
+	agents *http.Client
 }
 
 // requestTimeout bounds a request that is not a watch or a log stream.
@@ -142,6 +148,10 @@ func New(cfg Config) (*Service, error) {
 	}
 	if _, err := audit.ParseLevel(string(s.auditLevel)); err != nil {
 		return nil, fmt.Errorf("api: Config.Audit.Level: %w", err)
+	}
+	s.agents = http.DefaultClient
+	if cfg.AgentTLS != nil {
+		s.agents = &http.Client{Transport: &http.Transport{TLSClientConfig: cfg.AgentTLS, Proxy: http.ProxyFromEnvironment}}
 	}
 	s.maxBody = cfg.MaxBodyBytes
 	if s.maxBody <= 0 {

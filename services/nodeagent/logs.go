@@ -113,3 +113,18 @@ func seekTail(f *os.File, n int) error {
 	_, err = f.Seek(start, io.SeekStart)
 	return err
 }
+
+// OnlyClient answers only requests whose verified client certificate names
+// user: a log endpoint beyond loopback serves the API alone (the TLS
+// listener verifies the certificate against the cluster's authority).
+// Others get 403, even users of the same authority, who must go through
+// the API and its RBAC.
+func OnlyClient(user string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || r.TLS.PeerCertificates[0].Subject.CommonName != user {
+			http.Error(w, "forbidden: the agent serves logs to the API only", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
