@@ -119,6 +119,7 @@ func (r *Registry) Register(def *object.Object) (*Resource, error) {
 func (r *Registry) Unregister(group, plural string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.gen++
 	for k, old := range r.byPath {
 		if old.Custom && old.Group == group && old.Plural == plural {
 			delete(r.byPath, k)

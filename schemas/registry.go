@@ -56,6 +56,11 @@ func (r *Resource) APIVersion() string {
 	return r.Group + "/" + r.Version
 }
 
+// Source returns the URL of the kind's schema and every schema document
+// it may refer to, by URL, for whatever derives another form from it (the
+// OpenAPI documents). The documents are shared: read them, never change them.
+func (r *Resource) Source() (root string, docs map[string]any) { return r.root, r.docs }
+
 // GroupResource is plural.group, the name Kubernetes gives a resource.
 func (r *Resource) GroupResource() string {
 	if r.Group == "" {
@@ -93,6 +98,7 @@ type Registry struct {
 	mu     sync.RWMutex
 	byPath map[string]*Resource // group/version/plural
 	byKind map[string]*Resource // apiVersion/kind
+	gen    uint64               // counts changes, for caches of derived forms
 }
 
 // builtinDocs loads the embedded schema documents once, keyed by URL.
@@ -173,6 +179,15 @@ func (r *Registry) add(res *Resource) {
 	defer r.mu.Unlock()
 	r.byPath[pathKey(res.Group, res.Version, res.Plural)] = res
 	r.byKind[res.APIVersion()+"/"+res.Kind] = res
+	r.gen++
+}
+
+// Generation counts the registry's changes: a form derived from its
+// resources stays true while the generation stays the same.
+func (r *Registry) Generation() uint64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.gen
 }
 
 // Lookup finds the resource served at /apis/group/version/plural (group

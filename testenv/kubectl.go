@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -24,6 +25,12 @@ type buildOnce struct {
 // compilation between runs. RemoveBinaries removes them.
 func Binary(t testing.TB, pkg string) string {
 	t.Helper()
+	return binary(t, pkg, nil)
+}
+
+// binary builds pkg with more build flags (once per package).
+func binary(t testing.TB, pkg string, flags []string) string {
+	t.Helper()
 	v, _ := built.LoadOrStore(pkg, &buildOnce{})
 	b := v.(*buildOnce)
 	b.once.Do(func() {
@@ -33,7 +40,7 @@ func Binary(t testing.TB, pkg string) string {
 			return
 		}
 		b.path = filepath.Join(dir, path.Base(pkg))
-		if out, err := exec.Command("go", "build", "-o", b.path, pkg).CombinedOutput(); err != nil {
+		if out, err := exec.Command("go", append(append([]string{"build", "-o", b.path}, flags...), pkg)...).CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 		}
 	})
@@ -59,5 +66,19 @@ func RemoveBinaries() {
 // keeps it after.
 func Kubectl(t testing.TB) string {
 	t.Helper()
-	return Binary(t, "github.com/homeostat/homeostat/testenv/kubectl")
+	// The release is the module's (v0.35.10 is kubectl 1.35.10), stamped as
+	// Kubernetes' own build does, since kubectl version checks it.
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "k8s.io/kubectl").Output()
+	if err != nil {
+		t.Fatalf("go list -m k8s.io/kubectl: %v", err)
+	}
+	minor, patch, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(string(out)), "v0."), ".")
+	if !ok {
+		t.Fatalf("k8s.io/kubectl has version %q, not v0.MINOR.PATCH", out)
+	}
+	var ldflags []string
+	for _, p := range []string{"k8s.io/client-go/pkg/version", "k8s.io/component-base/version"} {
+		ldflags = append(ldflags, "-X", p+".gitVersion=v1."+minor+"."+patch, "-X", p+".gitMajor=1", "-X", p+".gitMinor="+minor)
+	}
+	return binary(t, "github.com/homeostat/homeostat/testenv/kubectl", []string{"-ldflags", strings.Join(ldflags, " ")})
 }

@@ -62,7 +62,7 @@ func TestCRUD(t *testing.T) {
 	}
 	stale := fmt.Sprintf(`{"metadata":{"resourceVersion":%q,"labels":{"x":"y"}}}`, up.obj.Metadata.ResourceVersion)
 	mustCode(t, call(t, "PATCH", coll+"/web", "application/merge-patch+json", stale), http.StatusConflict, object.ReasonConflict)
-	mustCode(t, call(t, "PATCH", coll+"/web", "application/strategic-merge-patch+json", `{}`), http.StatusUnsupportedMediaType, object.ReasonUnsupportedMediaType)
+	mustCode(t, call(t, "PATCH", coll+"/web", "text/plain", `{}`), http.StatusUnsupportedMediaType, object.ReasonUnsupportedMediaType)
 
 	// The status subresource changes status only; the main resource ignores status.
 	st := call(t, "PATCH", coll+"/web/status", "application/merge-patch+json", `{"status":{"replicas":3},"spec":{"replicas":9}}`)

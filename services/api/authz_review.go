@@ -50,7 +50,7 @@ func (s *Service) review(kind string) http.HandlerFunc {
 			writeStatus(w, s.log, e)
 			return
 		}
-		data, e := s.readBody(r, false)
+		data, e := s.readBody(r)
 		if e != nil {
 			writeStatus(w, s.log, e)
 			return

@@ -7,26 +7,16 @@ import (
 	"mime"
 	"net/http"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
-
 	"github.com/homeostat/homeostat/manifest"
 	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/schemas"
 )
 
-const mergePatchType = "application/merge-patch+json"
-
 // readBody reads a bounded request body: 413 past the limit, 415 for a
-// media type other than JSON or YAML (or merge patch, where allowed).
-// YAML comes back as JSON.
-func (s *Service) readBody(r *http.Request, patch bool) ([]byte, *apiError) {
-	allowed := map[string]bool{"application/json": !patch, "application/yaml": !patch, "application/x-yaml": !patch,
-		"text/yaml": !patch, mergePatchType: patch}
-	want := "application/json or application/yaml"
-	if patch {
-		want = mergePatchType
-	}
-	data, mt, e := s.readBodyAs(r, allowed, want)
+// media type other than JSON or YAML. YAML comes back as JSON.
+func (s *Service) readBody(r *http.Request) ([]byte, *apiError) {
+	allowed := map[string]bool{"application/json": true, "application/yaml": true, "application/x-yaml": true, "text/yaml": true}
+	data, mt, e := s.readBodyAs(r, allowed, "application/json or application/yaml")
 	if e != nil {
 		return nil, e
 	}
@@ -35,7 +25,7 @@ func (s *Service) readBody(r *http.Request, patch bool) ([]byte, *apiError) {
 
 // asJSON turns a YAML body into JSON; a JSON one comes back as it is.
 func asJSON(data []byte, mt string) ([]byte, *apiError) {
-	if mt == "application/json" || mt == mergePatchType {
+	if mt == "application/json" {
 		return data, nil
 	}
 	j, err := manifest.ToJSON(data)
@@ -107,17 +97,4 @@ func toDoc(o *object.Object) (map[string]any, *apiError) {
 		return nil, newError(http.StatusInternalServerError, object.ReasonInternalError, "encoding: %v", err)
 	}
 	return decodeObject(b)
-}
-
-// mergePatch applies an RFC 7386 JSON merge patch to an object.
-func mergePatch(cur *object.Object, patch []byte) (map[string]any, *apiError) {
-	b, err := json.Marshal(cur)
-	if err != nil {
-		return nil, newError(http.StatusInternalServerError, object.ReasonInternalError, "encoding: %v", err)
-	}
-	out, err := jsonpatch.MergePatch(b, patch)
-	if err != nil {
-		return nil, badRequest("the merge patch cannot be applied: %v", err)
-	}
-	return decodeObject(out)
 }

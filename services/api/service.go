@@ -23,6 +23,7 @@ import (
 	"github.com/homeostat/homeostat/audit"
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/openapi"
 	"github.com/homeostat/homeostat/reconcile"
 	"github.com/homeostat/homeostat/schemas"
 )
@@ -104,6 +105,8 @@ type Service struct {
 	inFlight, longRunning counts
 	// agents fetches logs from node agents.
 	agents *http.Client
+	// openapi derives the OpenAPI documents and patch metadata from reg.
+	openapi *openapi.Cache
 }
 
 // requestTimeout bounds a request that is not a watch or a log stream.
@@ -140,6 +143,7 @@ func New(cfg Config) (*Service, error) {
 		}
 		s.reg = reg
 	}
+	s.openapi = openapi.NewCache(s.reg)
 	s.limits = cfg.Limits
 	s.limits.defaults()
 	s.auditLevel = cfg.Audit.Level
@@ -330,7 +334,12 @@ func (s *Service) compactLoop(ctx context.Context) error {
 func (s *Service) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.HandleFunc("GET /version", versionInfo)
+	mux.HandleFunc("GET /openapi/v2", s.openAPIv2)
+	mux.HandleFunc("GET /openapi/v3", s.openAPIv3)
+	mux.HandleFunc("GET /openapi/v3/{gv...}", s.openAPIv3)
 	mux.HandleFunc("GET /api", s.apiVersions)
 	mux.HandleFunc("GET /apis", s.apiGroups)
 	mux.HandleFunc("GET /api/{version}", s.resourceList)

@@ -20,7 +20,7 @@ func (s *Service) readObject(r *http.Request, ref *resourceRef) (*object.Object,
 	if e != nil {
 		return nil, false, e
 	}
-	data, e := s.readBody(r, false)
+	data, e := s.readBody(r)
 	if e != nil {
 		return nil, false, e
 	}
@@ -150,54 +150,6 @@ func (s *Service) replace(r *http.Request, ref *resourceRef, cur, in *object.Obj
 	return updated, nil
 }
 
-func (s *Service) patch(w http.ResponseWriter, r *http.Request, ref *resourceRef) *apiError {
-	dry, e := dryRun(r)
-	if e != nil {
-		return e
-	}
-	data, e := s.readBody(r, true)
-	if e != nil {
-		return e
-	}
-	var probe struct {
-		Metadata struct {
-			ResourceVersion string `json:"resourceVersion"`
-		} `json:"metadata"`
-	}
-	if err := json.Unmarshal(data, &probe); err != nil {
-		return badRequest("the merge patch is not valid JSON: %v", err)
-	}
-	// Without a resourceVersion in the patch, a patch is re-applied to the
-	// latest version on conflict until it lands, as in Kubernetes.
-	for attempt := 0; ; attempt++ {
-		cur, err := ref.store.Get(r.Context(), ref.key())
-		if err != nil {
-			return storeError(ref, ref.name, err)
-		}
-		doc, e := mergePatch(cur, data)
-		if e != nil {
-			return e
-		}
-		if e := normalize(ref, doc); e != nil {
-			return e
-		}
-		in, e := toObject(doc)
-		if e != nil {
-			return e
-		}
-		out, e := s.replace(r, ref, cur, in, dry)
-		if e != nil && e.reason == object.ReasonConflict && probe.Metadata.ResourceVersion == "" && r.Context().Err() == nil {
-			conflictPause(r.Context(), attempt)
-			continue
-		}
-		if e != nil {
-			return e
-		}
-		writeJSON(w, http.StatusOK, out)
-		return nil
-	}
-}
-
 func (s *Service) delete(w http.ResponseWriter, r *http.Request, ref *resourceRef) *apiError {
 	q := r.URL.Query()
 	dry, e := dryRun(r)
@@ -214,7 +166,7 @@ func (s *Service) delete(w http.ResponseWriter, r *http.Request, ref *resourceRe
 		} `json:"preconditions"`
 	}
 	if r.ContentLength != 0 && r.Body != nil {
-		data, e := s.readBody(r, false)
+		data, e := s.readBody(r)
 		if e == nil {
 			if err := json.Unmarshal(data, &body); err != nil {
 				return badRequest("the delete options are not valid JSON: %v", err)

@@ -1,0 +1,128 @@
+package main_test
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/homeostat/homeostat/testenv"
+)
+
+// kubectlRunner runs the built kubectl against an up, with the kubeconfig
+// up wrote and nothing else: default flags, a HOME of its own (so its
+// discovery cache starts empty).
+type kubectlRunner struct {
+	t          *testing.T
+	bin, home  string
+	kubeconfig string
+}
+
+func newKubectl(t *testing.T, s *server) *kubectlRunner {
+	return &kubectlRunner{t: t, bin: testenv.Kubectl(t), home: t.TempDir(), kubeconfig: s.kubeconfig}
+}
+
+// run runs kubectl with stdin, returning its combined output.
+func (k *kubectlRunner) run(stdin string, args ...string) (string, error) {
+	cmd := exec.Command(k.bin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+k.kubeconfig, "HOME="+k.home)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// must runs kubectl and fails the test unless it succeeds and prints want.
+func (k *kubectlRunner) must(want, stdin string, args ...string) string {
+	k.t.Helper()
+	out, err := k.run(stdin, args...)
+	if err != nil || !strings.Contains(out, want) {
+		k.t.Fatalf("kubectl %s: %v\n%s\n(want %q)", strings.Join(args, " "), err, out, want)
+	}
+	return out
+}
+
+const webDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  replicas: REPLICAS
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: IMAGE
+        command: [sleep, "3600"]
+        env: [{name: GREETING, value: hello}]
+      - name: sidecar
+        command: [sleep, "3600"]
+`
+
+func webManifest(replicas, image string) string {
+	return strings.NewReplacer("REPLICAS", replicas, "IMAGE", image).Replace(webDeployment)
+}
+
+// TestKubectlEditsObjects: kubectl with default flags creates, configures,
+// patches and edits objects in every way that ends in a PATCH: client-side
+// apply (a three-way strategic merge from the OpenAPI v3 document),
+// patch of each type, set image, label, annotate and rollout
+// restart/pause/resume; and reads its version and explain.
+func TestKubectlEditsObjects(t *testing.T) {
+	s := startUp(t, t.TempDir(), "--no-agent")
+	k := newKubectl(t, s)
+	k.must("Server Version: v1.34.0+homeostat", "", "version")
+	k.must("deployment.apps/web created", webManifest("2", "v1"), "apply", "-f", "-")
+	k.must("deployment.apps/web configured", webManifest("3", "v1"), "apply", "-f", "-")
+	k.must("deployment.apps/web unchanged", webManifest("3", "v1"), "apply", "-f", "-")
+	jsonpath := func(path string) string {
+		return k.must("", "", "get", "deployment", "web", "-o", "jsonpath="+path)
+	}
+	if got := jsonpath("{.spec.replicas}"); got != "3" {
+		t.Fatalf("replicas after apply: %q", got)
+	}
+	k.must("deployment.apps/web patched", "", "patch", "deployment", "web", "-p", `{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"v2"}]}}}}`)
+	if got := jsonpath("{.spec.template.spec.containers[*].name} {.spec.template.spec.containers[0].image} {.spec.template.spec.containers[0].env[0].value}"); got != "web sidecar v2 hello" {
+		t.Fatalf("after a strategic merge patch of one container: %q", got)
+	}
+	k.must("deployment.apps/web patched", "", "patch", "deployment", "web", "--type=json", "-p", `[{"op":"replace","path":"/spec/replicas","value":4}]`)
+	k.must("deployment.apps/web patched", "", "patch", "deployment", "web", "--type=merge", "-p", `{"metadata":{"labels":{"tier":"front"}}}`)
+	k.must("deployment.apps/web image updated", "", "set", "image", "deployment/web", "web=v3")
+	k.must("deployment.apps/web labeled", "", "label", "deployment", "web", "owner=alice")
+	k.must("deployment.apps/web annotated", "", "annotate", "deployment", "web", "note=kept")
+	k.must("deployment.apps/web restarted", "", "rollout", "restart", "deployment/web")
+	k.must("deployment.apps/web paused", "", "rollout", "pause", "deployment/web")
+	if got := jsonpath("{.spec.paused}"); got != "true" {
+		t.Fatalf("paused after rollout pause: %q", got)
+	}
+	k.must("deployment.apps/web resumed", "", "rollout", "resume", "deployment/web")
+	got := jsonpath(`{.spec.replicas} {.spec.template.spec.containers[0].image} {.metadata.labels.tier} {.metadata.labels.owner} {.metadata.annotations.note} {.spec.template.spec.containers[1].name}`)
+	if got != "4 v3 front alice kept sidecar" {
+		t.Fatalf("after the patches: %q", got)
+	}
+	if jsonpath(`{.spec.template.metadata.annotations.kubectl\.kubernetes\.io/restartedAt}`) == "" {
+		t.Fatal("rollout restart left no restartedAt annotation on the template")
+	}
+	// A client-side apply after the edits keeps what the manifest does not
+	// own (the label set by hand) and puts back what it does.
+	k.must("deployment.apps/web configured", webManifest("2", "v1"), "apply", "-f", "-")
+	if got := jsonpath(`{.spec.replicas} {.spec.template.spec.containers[0].image} {.metadata.labels.owner}`); got != "2 v1 alice" {
+		t.Fatalf("after apply over the edits: %q", got)
+	}
+	k.must("number of pods desired", "", "explain", "deployment.spec.replicas")
+	k.must("FIELD: containers <[]Container>", "", "explain", "pods.spec.containers")
+	// diff exits 1 when there is a difference, and its server-side dry
+	// run changes nothing.
+	out, err := k.run(webManifest("5", "v1"), "diff", "-f", "-")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out, "-  replicas: 2") || !strings.Contains(out, "+  replicas: 5") {
+		t.Fatalf("kubectl diff: %v\n%s", err, out)
+	}
+	if got := jsonpath("{.spec.replicas}"); got != "2" {
+		t.Fatalf("replicas after diff: %q", got)
+	}
+	k.must("", webManifest("2", "v1"), "diff", "-f", "-")
+}
