@@ -182,3 +182,33 @@ func Int64(p *int64, def int64) int64 {
 	}
 	return *p
 }
+
+// Annotations that Kubernetes' own tools read: a ReplicaSet's revision
+// among its Deployment's (kubectl rollout history and undo), and the change
+// that made it.
+const (
+	AnnotationRevision    = "deployment.kubernetes.io/revision"
+	AnnotationChangeCause = "kubernetes.io/change-cause"
+	// LegacyAnnotationRevision and legacyAnnotationChangeCause are the keys
+	// of earlier releases, still read from stored objects.
+	LegacyAnnotationRevision    = "deployment.homeostat.io/revision"
+	legacyAnnotationChangeCause = "homeostat.io/change-cause"
+)
+
+// Revision is a ReplicaSet's revision, 0 when it has none.
+func Revision(m *object.Meta) int64 {
+	v, ok := m.Annotations[AnnotationRevision]
+	if !ok {
+		v = m.Annotations[LegacyAnnotationRevision]
+	}
+	n, _ := strconv.ParseInt(v, 10, 64)
+	return n
+}
+
+// ChangeCause is the change-cause annotation of an object, if any.
+func ChangeCause(m *object.Meta) string {
+	if v, ok := m.Annotations[AnnotationChangeCause]; ok {
+		return v
+	}
+	return m.Annotations[legacyAnnotationChangeCause]
+}

@@ -6,8 +6,10 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/homeostat/homeostat/testenv"
+	"github.com/homeostat/homeostat/testenv/poll"
 )
 
 // kubectlRunner runs the built kubectl against an up, with the kubeconfig
@@ -125,4 +127,32 @@ func TestKubectlEditsObjects(t *testing.T) {
 		t.Fatalf("replicas after diff: %q", got)
 	}
 	k.must("", webManifest("2", "v1"), "diff", "-f", "-")
+}
+
+// TestKubectlRolloutHistoryAndUndo: kubectl reads a Deployment's revisions
+// from its ReplicaSets and rolls back to the one before.
+func TestKubectlRolloutHistoryAndUndo(t *testing.T) {
+	s := startUp(t, t.TempDir(), "--no-agent")
+	k := newKubectl(t, s)
+	k.must("created", webManifest("1", "v1"), "apply", "-f", "-")
+	k.must("annotated", "", "annotate", "deployment", "web", "kubernetes.io/change-cause=image v2")
+	k.must("image updated", "", "set", "image", "deployment/web", "web=v2")
+	poll.Until(t, "two revisions in the history", 30*time.Second, func() bool {
+		out, err := k.run("", "rollout", "history", "deployment/web")
+		return err == nil && strings.Contains(out, "\n1 ") && strings.Contains(out, "\n2         image v2")
+	})
+	k.must("rolled back", "", "rollout", "undo", "deployment/web")
+	image := k.must("", "", "get", "deployment", "web", "-o", "jsonpath={.spec.template.spec.containers[0].image}")
+	if image != "v1" {
+		t.Fatalf("image after undo: %q", image)
+	}
+	poll.Until(t, "the rolled back template as revision 3", 30*time.Second, func() bool {
+		out, err := k.run("", "rollout", "history", "deployment/web", "--revision", "3")
+		return err == nil && strings.Contains(out, "Image:\tv1")
+	})
+	k.must("rolled back", "", "rollout", "undo", "deployment/web", "--to-revision", "2")
+	image = k.must("", "", "get", "deployment", "web", "-o", "jsonpath={.spec.template.spec.containers[0].image}")
+	if image != "v2" {
+		t.Fatalf("image after undo to revision 2: %q", image)
+	}
 }

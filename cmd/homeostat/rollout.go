@@ -17,11 +17,6 @@ import (
 	"github.com/homeostat/homeostat/object"
 )
 
-const (
-	annRevision    = "deployment.homeostat.io/revision"
-	annChangeCause = "homeostat.io/change-cause"
-)
-
 func newRollout(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "rollout", Short: "Manage the rollout of a Deployment"}
 	var toRevision int64
@@ -69,7 +64,7 @@ func newRollout(g *globals) *cobra.Command {
 		tw := newTabWriter(out)
 		tw.row("REVISION", "REPLICASET", "CHANGE-CAUSE")
 		for _, r := range revs {
-			tw.row(strconv.FormatInt(r.revision, 10), r.obj.Metadata.Name, orNone(r.obj.Metadata.Annotations[annChangeCause]))
+			tw.row(strconv.FormatInt(r.revision, 10), r.obj.Metadata.Name, orNone(kinds.ChangeCause(&r.obj.Metadata)))
 		}
 		tw.flush()
 		return nil
@@ -124,7 +119,7 @@ func revisions(ctx context.Context, c *client.Client, ns, name string) ([]revisi
 		if ref, ok := rs.Metadata.ControllerOf(); !ok || ref.UID != d.Metadata.UID {
 			continue
 		}
-		n, _ := strconv.ParseInt(rs.Metadata.Annotations[annRevision], 10, 64)
+		n := kinds.Revision(&rs.Metadata)
 		out = append(out, revision{n, rs})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].revision < out[j].revision })

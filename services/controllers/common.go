@@ -55,8 +55,6 @@ const (
 	LabelPodTemplateHash  = "pod-template-hash"
 	LabelJobName          = "job-name"
 	LabelControllerUID    = "controller-uid"
-	AnnotationRevision    = "deployment.homeostat.io/revision"
-	AnnotationChangeCause = "homeostat.io/change-cause"
 )
 
 // truncName keeps a generated name a DNS label once suffix is added.

@@ -30,10 +30,7 @@ type rsView struct {
 
 func (r *rsView) replicas() int32 { return kinds.Int32(r.spec.Replicas, 0) }
 
-func (r *rsView) revision() int64 {
-	n, _ := strconv.ParseInt(r.obj.Metadata.Annotations[AnnotationRevision], 10, 64)
-	return n
-}
+func (r *rsView) revision() int64 { return kinds.Revision(&r.obj.Metadata) }
 
 // deploymentState is what one reconcile works from.
 type deploymentState struct {
@@ -203,9 +200,9 @@ func (c *deployments) createNewRS(ctx context.Context, s *deploymentState, revis
 	}
 	first := c.firstSize(s)
 	spec := kinds.ReplicaSetSpec{Replicas: &first, MinReadySeconds: s.spec.MinReadySeconds, Selector: &sel, Template: tmpl}
-	ann := map[string]string{AnnotationRevision: strconv.FormatInt(revision, 10), AnnotationSlots: strconv.Itoa(int(first))}
-	if cause := d.Metadata.Annotations[AnnotationChangeCause]; cause != "" {
-		ann[AnnotationChangeCause] = cause
+	ann := map[string]string{kinds.AnnotationRevision: strconv.FormatInt(revision, 10), AnnotationSlots: strconv.Itoa(int(first))}
+	if cause := kinds.ChangeCause(&d.Metadata); cause != "" {
+		ann[kinds.AnnotationChangeCause] = cause
 	}
 	rs := &object.Object{APIVersion: "apps/v1", Kind: "ReplicaSet", Metadata: object.Meta{
 		Name: truncName(d.Metadata.Name, "-"+s.hash), Namespace: d.Metadata.Namespace, Labels: labels, Annotations: ann,
@@ -267,7 +264,8 @@ func (c *deployments) setRevision(ctx context.Context, r *rsView, rev int64) err
 	if n.Metadata.Annotations == nil {
 		n.Metadata.Annotations = map[string]string{}
 	}
-	n.Metadata.Annotations[AnnotationRevision] = strconv.FormatInt(rev, 10)
+	n.Metadata.Annotations[kinds.AnnotationRevision] = strconv.FormatInt(rev, 10)
+	delete(n.Metadata.Annotations, kinds.LegacyAnnotationRevision)
 	updated, err := c.rs.Store().Update(ctx, n, bus.UpdateOptions{Current: r.obj})
 	if err != nil {
 		return err

@@ -56,7 +56,7 @@ func replicaSets(e *env, app string) map[string]string {
 	for _, rs := range e.list("rs", "app="+app) {
 		var spec kinds.ReplicaSetSpec
 		_ = rs.DecodeSpec(&spec)
-		out[rs.Metadata.Annotations["deployment.homeostat.io/revision"]] = fmt.Sprintf("%s=%d", rs.Metadata.Name, kinds.Int32(spec.Replicas, 0))
+		out[rs.Metadata.Annotations["deployment.kubernetes.io/revision"]] = fmt.Sprintf("%s=%d", rs.Metadata.Name, kinds.Int32(spec.Replicas, 0))
 	}
 	return out
 }
