@@ -101,6 +101,11 @@ func TestKubectlEditsObjects(t *testing.T) {
 		t.Fatalf("paused after rollout pause: %q", got)
 	}
 	k.must("deployment.apps/web resumed", "", "rollout", "resume", "deployment/web")
+	k.must("deployment.apps/web scaled", "", "scale", "deployment", "web", "--replicas=6")
+	if got := jsonpath("{.spec.replicas}"); got != "6" {
+		t.Fatalf("replicas after kubectl scale: %q", got)
+	}
+	k.must("deployment.apps/web scaled", "", "scale", "deployment", "web", "--replicas=4", "--current-replicas=6")
 	got := jsonpath(`{.spec.replicas} {.spec.template.spec.containers[0].image} {.metadata.labels.tier} {.metadata.labels.owner} {.metadata.annotations.note} {.spec.template.spec.containers[1].name}`)
 	if got != "4 v3 front alice kept sidecar" {
 		t.Fatalf("after the patches: %q", got)

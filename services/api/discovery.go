@@ -3,6 +3,8 @@ package api
 import (
 	"net/http"
 	"sort"
+
+	"github.com/homeostat/homeostat/schemas"
 )
 
 type apiResource struct {
@@ -12,6 +14,10 @@ type apiResource struct {
 	Kind         string   `json:"kind"`
 	Verbs        []string `json:"verbs"`
 	ShortNames   []string `json:"shortNames,omitempty"`
+	Categories   []string `json:"categories,omitempty"`
+	// Group, Version and Kind name a subresource's own kind (a Scale).
+	Group   string `json:"group,omitempty"`
+	Version string `json:"version,omitempty"`
 }
 
 type apiResourceList struct {
@@ -72,12 +78,29 @@ func (s *Service) resourceList(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Resources = append(out.Resources, apiResource{
 			Name: res.Plural, SingularName: res.Singular, Namespaced: res.Namespaced,
-			Kind: res.Kind, Verbs: verbs, ShortNames: res.ShortNames,
+			Kind: res.Kind, Verbs: verbs, ShortNames: res.ShortNames, Categories: categories(res),
 		}, apiResource{Name: res.Plural + "/status", Namespaced: res.Namespaced, Kind: res.Kind, Verbs: []string{"get", "patch", "update"}})
+		if scalable(res) {
+			out.Resources = append(out.Resources, apiResource{Name: res.Plural + "/scale", Namespaced: res.Namespaced,
+				Group: "autoscaling", Version: "v1", Kind: "Scale", Verbs: []string{"get", "patch", "update"}})
+		}
 	}
 	if len(out.Resources) == 0 {
 		writeStatus(w, s.log, newError(http.StatusNotFound, "NotFound", "no resources in %s", groupVersion(group, version)))
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// categories puts the workload kinds in "all", as Kubernetes does, so that
+// kubectl get all lists them.
+func categories(res *schemas.Resource) []string {
+	if res.Custom {
+		return nil
+	}
+	switch res.Kind {
+	case "Pod", "Deployment", "ReplicaSet", "DaemonSet", "Job":
+		return []string{"all"}
+	}
+	return nil
 }

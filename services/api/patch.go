@@ -20,16 +20,7 @@ func (s *Service) patch(w http.ResponseWriter, r *http.Request, ref *resourceRef
 	if e != nil {
 		return e
 	}
-	types := openapi.PatchTypes(ref.res)
-	allowed := map[string]bool{}
-	for _, t := range types {
-		allowed[t] = true
-	}
-	data, mt, e := s.readBodyAs(r, allowed, strings.Join(types, ", "))
-	if e != nil {
-		return e
-	}
-	conditional, e := patchNamesVersion(mt, data)
+	mt, data, conditional, e := s.readPatch(r, openapi.PatchTypes(ref.res))
 	if e != nil {
 		return e
 	}
@@ -64,6 +55,21 @@ func (s *Service) patch(w http.ResponseWriter, r *http.Request, ref *resourceRef
 	}
 }
 
+// readPatch reads a patch of one of the given media types and reports
+// whether it names a resourceVersion (a precondition).
+func (s *Service) readPatch(r *http.Request, types []string) (string, []byte, bool, *apiError) {
+	allowed := map[string]bool{}
+	for _, t := range types {
+		allowed[t] = true
+	}
+	data, mt, e := s.readBodyAs(r, allowed, strings.Join(types, ", "))
+	if e != nil {
+		return "", nil, false, e
+	}
+	conditional, e := patchNamesVersion(mt, data)
+	return mt, data, conditional, e
+}
+
 // patchNamesVersion parses the patch once to refuse a malformed one early,
 // and reports whether it names a resourceVersion (a precondition).
 func patchNamesVersion(mt string, data []byte) (bool, *apiError) {
@@ -94,34 +100,48 @@ func (s *Service) applyPatch(ref *resourceRef, mt string, cur *object.Object, pa
 	if err != nil {
 		return nil, newError(http.StatusInternalServerError, object.ReasonInternalError, "encoding: %v", err)
 	}
-	var out []byte
-	switch mt {
-	case openapi.MergePatch:
-		out, err = jsonpatch.MergePatch(b, patch)
-	case openapi.JSONPatch:
-		ops, _ := jsonpatch.DecodePatch(patch) // parsed before
-		out, err = ops.Apply(b)
-	case openapi.StrategicMergePatch:
-		d, derr := s.openapi.Get()
-		if derr != nil {
-			return nil, newError(http.StatusInternalServerError, object.ReasonInternalError, "%v", derr)
+	var meta strategicpatch.LookupPatchMeta
+	if mt == openapi.StrategicMergePatch {
+		d, err := s.openapi.Get()
+		if err != nil {
+			return nil, newError(http.StatusInternalServerError, object.ReasonInternalError, "%v", err)
 		}
 		sch, all, ok := d.Schema(ref.res)
 		if !ok {
 			return nil, newError(http.StatusInternalServerError, object.ReasonInternalError, "no schema for %s", ref.res.GroupResource())
 		}
-		out, err = strategicpatch.StrategicMergePatchUsingLookupPatchMeta(b, patch,
-			strategicpatch.PatchMetaFromOpenAPIV3{Schema: sch, SchemaList: all})
+		meta = strategicpatch.PatchMetaFromOpenAPIV3{Schema: sch, SchemaList: all}
 	}
-	if err != nil {
-		return nil, patchError(mt, err)
+	out, e := patchDocument(mt, b, patch, meta)
+	if e != nil {
+		return nil, e
 	}
 	return decodeObject(out)
 }
 
+// patchDocument applies a patch to a JSON document; meta gives strategic
+// merge patch its merge keys.
+func patchDocument(mt string, doc, patch []byte, meta strategicpatch.LookupPatchMeta) ([]byte, *apiError) {
+	var out []byte
+	var err error
+	switch mt {
+	case openapi.MergePatch:
+		out, err = jsonpatch.MergePatch(doc, patch)
+	case openapi.JSONPatch:
+		ops, _ := jsonpatch.DecodePatch(patch) // parsed before
+		out, err = ops.Apply(doc)
+	case openapi.StrategicMergePatch:
+		out, err = strategicpatch.StrategicMergePatchUsingLookupPatchMeta(doc, patch, meta)
+	}
+	if err != nil {
+		return nil, patchError(err)
+	}
+	return out, nil
+}
+
 // patchError answers a patch that cannot be applied as Kubernetes does:
 // 409 for a failed precondition or test operation, 422 otherwise.
-func patchError(mt string, err error) *apiError {
+func patchError(err error) *apiError {
 	switch {
 	case mergepatch.IsPreconditionFailed(err):
 		return newError(http.StatusConflict, object.ReasonConflict, "the patch cannot be applied: %v", err)

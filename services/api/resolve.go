@@ -70,7 +70,10 @@ func (s *Service) resolve(r *http.Request) (*resourceRef, *apiError) {
 	if ref.sub == "token" && (res.Custom || res.Kind != "ServiceAccount") {
 		return nil, newError(http.StatusNotFound, object.ReasonNotFound, "only serviceaccounts issue tokens")
 	}
-	if ref.sub != "" && ref.sub != "status" && ref.sub != "reconcile" && ref.sub != "log" && ref.sub != "raw" && ref.sub != "token" {
+	if ref.sub == "scale" && !scalable(res) {
+		return nil, newError(http.StatusNotFound, object.ReasonNotFound, "%s has no scale subresource", res.GroupResource())
+	}
+	if ref.sub != "" && ref.sub != "status" && ref.sub != "reconcile" && ref.sub != "log" && ref.sub != "raw" && ref.sub != "token" && ref.sub != "scale" {
 		return nil, newError(http.StatusNotFound, object.ReasonNotFound, "%s has no subresource %q", ref.groupResource(), ref.sub)
 	}
 	st, err := s.storeFor(r.Context(), res)
@@ -171,6 +174,9 @@ func (s *Service) dispatch(w http.ResponseWriter, r *http.Request, ref *resource
 			return methodNotAllowed(r, "POST")
 		}
 		return s.issueToken(w, r, ref)
+	}
+	if ref.sub == "scale" {
+		return s.scaleSubresource(w, r, ref)
 	}
 	if ref.sub == "reconcile" || ref.sub == "raw" {
 		if r.Method != http.MethodGet {
