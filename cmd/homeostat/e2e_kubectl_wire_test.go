@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -160,4 +161,43 @@ func TestKubectlRolloutHistoryAndUndo(t *testing.T) {
 	if image != "v2" {
 		t.Fatalf("image after undo to revision 2: %q", image)
 	}
+}
+
+// TestKubectlGetPrintsServerTables: kubectl get prints the columns the API's
+// Tables give each kind, wide ones with -o wide, a namespace column with
+// -A, workloads under get all, and rows as they change with -w.
+func TestKubectlGetPrintsServerTables(t *testing.T) {
+	s := startUp(t, t.TempDir(), "--no-agent")
+	k := newKubectl(t, s)
+	k.must("created", webManifest("2", "v1"), "apply", "-f", "-")
+	header := regexp.MustCompile(`(?m)^NAME\s+READY\s+UP-TO-DATE\s+AVAILABLE\s+AGE\nweb\s+\d/2\s+\d+\s+\d+\s+\d+s$`)
+	if out := k.must("web", "", "get", "deployments"); !header.MatchString(out) {
+		t.Fatalf("kubectl get deployments:\n%s", out)
+	}
+	wide := regexp.MustCompile(`(?m)^NAME\s+READY\s+UP-TO-DATE\s+AVAILABLE\s+AGE\s+CONTAINERS\s+IMAGES\s+SELECTOR\nweb\s+.*\s+web,sidecar\s+v1,\s+app=web$`)
+	if out := k.must("web", "", "get", "deployments", "-o", "wide"); !wide.MatchString(out) {
+		t.Fatalf("kubectl get deployments -o wide:\n%s", out)
+	}
+	all := regexp.MustCompile(`(?m)^NAMESPACE\s+NAME\s+READY`)
+	if out := k.must("deployment.apps/web", "", "get", "all", "-A"); !all.MatchString(out) {
+		t.Fatalf("kubectl get all -A:\n%s", out)
+	}
+	if out := k.must("default", "", "get", "namespaces"); !regexp.MustCompile(`(?m)^default\s+Active\s+\d+s$`).MatchString(out) {
+		t.Fatalf("kubectl get namespaces:\n%s", out)
+	}
+	k.must("web", "", "get", "deployments", "-l", "app=web", "--chunk-size=1")
+
+	cmd := exec.Command(k.bin, "get", "deployment", "web", "-w", "--output-watch-events")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+k.kubeconfig, "HOME="+k.home)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	poll.Until(t, "the watch's first row", 20*time.Second, func() bool { return strings.Contains(out.String(), "ADDED") })
+	k.must("scaled", "", "scale", "deployment", "web", "--replicas=3")
+	poll.Until(t, "a MODIFIED row with 3 replicas", 20*time.Second, func() bool {
+		return regexp.MustCompile(`MODIFIED\s+web\s+\d/3`).MatchString(out.String())
+	})
 }

@@ -221,7 +221,7 @@ func (p *printer) print(o *object.Object) error {
 			hs = append(hs, "NAMESPACE")
 		}
 		for _, c := range cols {
-			hs = append(hs, c.name)
+			hs = append(hs, strings.ToUpper(c.Name))
 		}
 		p.tw.row(hs...)
 	}
@@ -231,7 +231,7 @@ func (p *printer) print(o *object.Object) error {
 	}
 	doc := docOf(o)
 	for _, c := range cols {
-		cells = append(cells, c.value(o, doc))
+		cells = append(cells, fmt.Sprint(c.Cell(o, doc)))
 	}
 	p.tw.row(cells...)
 	return nil

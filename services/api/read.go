@@ -12,12 +12,20 @@ import (
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/reconcile"
+	"github.com/homeostat/homeostat/table"
 )
 
 func (s *Service) get(w http.ResponseWriter, r *http.Request, ref *resourceRef) *apiError {
+	tr, e := asTable(r)
+	if e != nil {
+		return e
+	}
 	o, err := ref.store.Get(r.Context(), ref.key())
 	if err != nil {
 		return storeError(ref, ref.name, err)
+	}
+	if tr != nil {
+		return writeTable(w, ref, tr, []*object.Object{o}, object.ListMeta{ResourceVersion: o.Metadata.ResourceVersion})
 	}
 	writeJSON(w, http.StatusOK, o)
 	return nil
@@ -109,6 +117,10 @@ func (s *Service) list(w http.ResponseWriter, r *http.Request, ref *resourceRef)
 	if e != nil {
 		return e
 	}
+	tr, e := asTable(r)
+	if e != nil {
+		return e
+	}
 	q := r.URL.Query()
 	limit := 0
 	if v := q.Get("limit"); v != "" {
@@ -150,6 +162,9 @@ func (s *Service) list(w http.ResponseWriter, r *http.Request, ref *resourceRef)
 	}
 	if res.Continue != "" {
 		out.Metadata.RemainingItemCount = &res.Remaining
+	}
+	if tr != nil {
+		return writeTable(w, ref, tr, items, out.Metadata)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -201,8 +216,12 @@ func (s *Service) watch(w http.ResponseWriter, r *http.Request, ref *resourceRef
 	if err != nil {
 		return storeError(ref, ref.name, err)
 	}
+	tr, e := asTable(r)
+	if e != nil {
+		return e
+	}
 	st := &watchStream{ref: ref, f: f, resumed: after > 0, bookmarks: q.Get("allowWatchBookmarks") == "true",
-		sent: map[string]bool{}, rev: after}
+		sent: map[string]bool{}, rev: after, table: tr}
 	st.serve(w, ch)
 	return nil
 }
@@ -222,6 +241,8 @@ type watchStream struct {
 	sent map[string]bool
 	rev  uint64 // the last revision the client has been told of
 	told bool   // the initial events are over
+	// table, when set, sends each object as a one-row Table (kubectl get -w).
+	table *tableRequest
 }
 
 func (st *watchStream) serve(w http.ResponseWriter, ch <-chan bus.Event) {
@@ -236,7 +257,7 @@ func (st *watchStream) serve(w http.ResponseWriter, ch <-chan bus.Event) {
 	unflushed := false
 	for ev := range ch {
 		if typ, obj := st.event(ev); typ != "" {
-			raw, _ := json.Marshal(obj)
+			raw, _ := json.Marshal(st.render(typ, obj))
 			if err := enc.Encode(object.WatchEvent{Type: typ, Object: raw}); err != nil {
 				return
 			}
@@ -249,6 +270,20 @@ func (st *watchStream) serve(w http.ResponseWriter, ch <-chan bus.Event) {
 			unflushed = false
 		}
 	}
+}
+
+// render turns an event's object into a one-row Table when the client
+// asked for tables; bookmarks and errors go as they are.
+func (st *watchStream) render(typ string, obj any) any {
+	o, ok := obj.(*object.Object)
+	if st.table == nil || !ok || typ == object.Bookmark {
+		return obj
+	}
+	t, err := table.New(st.ref.res.Kind, []*object.Object{o}, table.Options{Include: st.table.include, ResourceVersion: o.Metadata.ResourceVersion})
+	if err != nil {
+		return obj
+	}
+	return t
 }
 
 // event maps a store event to what the client sees, if anything.

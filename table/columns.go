@@ -1,0 +1,215 @@
+// Package table gives each kind the columns Kubernetes' server-side
+// printing gives it, and renders objects as a meta.k8s.io/v1 Table: what
+// kubectl get shows through the API and what the homeostat CLI prints
+// come from here alone. A column of priority 0 is always shown; 1 only
+// with -o wide.
+package table
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/homeostat/homeostat/object"
+)
+
+// Column is one column of a kind's table.
+type Column struct {
+	Name        string
+	Type        string // string, integer, date, as in a TableColumnDefinition
+	Format      string // "name" for the name column
+	Description string
+	Priority    int32
+	Cell        func(o *object.Object, doc map[string]any) any
+}
+
+// Field reads a nested field of a decoded object.
+func Field(doc map[string]any, keys ...string) any {
+	var cur any = doc
+	for _, k := range keys {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = m[k]
+	}
+	return cur
+}
+
+// Num reads a nested number, 0 when absent.
+func Num(doc map[string]any, keys ...string) int64 {
+	if f, ok := Field(doc, keys...).(float64); ok {
+		return int64(f)
+	}
+	return 0
+}
+
+// Str reads a nested field as text, "" when absent.
+func Str(doc map[string]any, keys ...string) string {
+	if v := Field(doc, keys...); v != nil {
+		return fmt.Sprint(v)
+	}
+	return ""
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}
+
+// Age renders the time since t as kubectl does: 45s, 12m, 3h, 2d.
+func Age(t time.Time) string {
+	if t.IsZero() {
+		return "<unknown>"
+	}
+	return ShortDuration(time.Since(t))
+}
+
+// ShortDuration renders a duration as kubectl does.
+func ShortDuration(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < 2*time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < 2*time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+func sinceRFC3339(s string) string {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return "<unknown>"
+	}
+	return Age(t)
+}
+
+var (
+	nameCol = Column{Name: "Name", Type: "string", Format: "name", Description: "the object's name",
+		Cell: func(o *object.Object, _ map[string]any) any { return o.Metadata.Name }}
+	ageCol = Column{Name: "Age", Type: "string", Description: "time since the object was created",
+		Cell: func(o *object.Object, _ map[string]any) any { return Age(o.Metadata.CreationTimestamp) }}
+)
+
+// text is a string column; count an integer one.
+func text(name string, prio int32, f func(o *object.Object, d map[string]any) string) Column {
+	return Column{Name: name, Type: "string", Priority: prio, Cell: func(o *object.Object, d map[string]any) any { return f(o, d) }}
+}
+
+func count(name string, keys ...string) Column {
+	return Column{Name: name, Type: "integer", Cell: func(_ *object.Object, d map[string]any) any { return Num(d, keys...) }}
+}
+
+// Columns are a kind's columns; a kind Kubernetes has no printer for gets
+// Name and Age.
+func Columns(kind string) []Column {
+	if cols := workloadColumns(kind); cols != nil {
+		return cols
+	}
+	if cols := clusterColumns(kind); cols != nil {
+		return cols
+	}
+	return []Column{nameCol, ageCol}
+}
+
+// templateColumns are the wide columns of every workload kind.
+var templateColumns = []Column{
+	text("Containers", 1, func(_ *object.Object, d map[string]any) string { return containerField(d, "name") }),
+	text("Images", 1, func(_ *object.Object, d map[string]any) string { return containerField(d, "image") }),
+	text("Selector", 1, selectorText),
+}
+
+func workloadColumns(kind string) []Column {
+	switch kind {
+	case "Pod":
+		return []Column{nameCol, text("Ready", 0, podReady), text("Status", 0, podStatus),
+			{Name: "Restarts", Type: "string", Cell: func(_ *object.Object, d map[string]any) any { return podRestarts(d) }}, ageCol,
+			text("IP", 1, func(_ *object.Object, d map[string]any) string { return orNone(Str(d, "status", "podIP")) }),
+			text("Node", 1, func(_ *object.Object, d map[string]any) string { return orNone(Str(d, "spec", "nodeName")) })}
+	case "Deployment":
+		return append([]Column{nameCol, text("Ready", 0, func(_ *object.Object, d map[string]any) string {
+			return fmt.Sprintf("%d/%d", Num(d, "status", "readyReplicas"), Num(d, "spec", "replicas"))
+		}), count("Up-to-date", "status", "updatedReplicas"), count("Available", "status", "availableReplicas"), ageCol}, templateColumns...)
+	case "ReplicaSet":
+		return append([]Column{nameCol, count("Desired", "spec", "replicas"), count("Current", "status", "replicas"),
+			count("Ready", "status", "readyReplicas"), ageCol}, templateColumns...)
+	case "DaemonSet":
+		return append([]Column{nameCol, count("Desired", "status", "desiredNumberScheduled"),
+			count("Current", "status", "currentNumberScheduled"), count("Ready", "status", "numberReady"),
+			count("Up-to-date", "status", "updatedNumberScheduled"), count("Available", "status", "numberAvailable"),
+			text("Node Selector", 0, func(_ *object.Object, d map[string]any) string {
+				return orNone(mapText(Field(d, "spec", "template", "spec", "nodeSelector")))
+			}), ageCol}, templateColumns...)
+	case "Job":
+		return append([]Column{nameCol, text("Status", 0, jobStatus), text("Completions", 0, func(_ *object.Object, d map[string]any) string {
+			return fmt.Sprintf("%d/%d", Num(d, "status", "succeeded"), max(Num(d, "spec", "completions"), 1))
+		}), text("Duration", 0, jobDuration), ageCol}, templateColumns...)
+	}
+	return nil
+}
+
+func clusterColumns(kind string) []Column {
+	switch kind {
+	case "Node":
+		return []Column{nameCol, text("Status", 0, nodeStatus), text("Roles", 0, func(*object.Object, map[string]any) string { return "<none>" }),
+			ageCol, text("Version", 0, func(_ *object.Object, d map[string]any) string { return Str(d, "status", "nodeInfo", "kubeletVersion") }),
+			text("Internal-IP", 1, nodeAddress),
+			text("CPU", 1, func(_ *object.Object, d map[string]any) string { return Str(d, "status", "allocatable", "cpu") }),
+			text("Memory", 1, func(_ *object.Object, d map[string]any) string { return Str(d, "status", "allocatable", "memory") }),
+			text("Pods", 1, func(_ *object.Object, d map[string]any) string { return orNone(Str(d, "status", "allocatable", "pods")) })}
+	case "Namespace":
+		return []Column{nameCol, text("Status", 0, func(o *object.Object, d map[string]any) string {
+			if o.Metadata.Deleting() {
+				return "Terminating"
+			}
+			return orNone(Str(d, "status", "phase"))
+		}), ageCol}
+	case "Event":
+		return eventColumns
+	case "ResourceDefinition":
+		return []Column{nameCol, text("Kind", 0, func(_ *object.Object, d map[string]any) string { return Str(d, "spec", "kind") }),
+			text("Scope", 0, func(_ *object.Object, d map[string]any) string { return Str(d, "spec", "scope") }), ageCol}
+	case "RoleBinding", "ClusterRoleBinding":
+		return []Column{nameCol, text("Role", 0, func(_ *object.Object, d map[string]any) string {
+			return Str(d, "roleRef", "kind") + "/" + Str(d, "roleRef", "name")
+		}), ageCol,
+			text("Users", 1, subjects("User")), text("Groups", 1, subjects("Group")), text("ServiceAccounts", 1, subjects("ServiceAccount"))}
+	}
+	return nil
+}
+
+func mapText(v any) string {
+	m, _ := v.(map[string]any)
+	var parts []string
+	for k, v := range m {
+		parts = append(parts, fmt.Sprintf("%s=%v", k, v))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+func subjects(kind string) func(*object.Object, map[string]any) string {
+	return func(_ *object.Object, d map[string]any) string {
+		list, _ := Field(d, "subjects").([]any)
+		var names []string
+		for _, s := range list {
+			m, _ := s.(map[string]any)
+			if Str(m, "kind") != kind {
+				continue
+			}
+			n := Str(m, "name")
+			if kind == "ServiceAccount" {
+				n = Str(m, "namespace") + "/" + n
+			}
+			names = append(names, n)
+		}
+		return strings.Join(names, ", ")
+	}
+}
