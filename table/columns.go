@@ -163,7 +163,9 @@ func clusterColumns(kind string) []Column {
 			text("Internal-IP", 1, nodeAddress),
 			text("CPU", 1, func(_ *object.Object, d map[string]any) string { return Str(d, "status", "allocatable", "cpu") }),
 			text("Memory", 1, func(_ *object.Object, d map[string]any) string { return Str(d, "status", "allocatable", "memory") }),
-			text("Pods", 1, func(_ *object.Object, d map[string]any) string { return orNone(Str(d, "status", "allocatable", "pods")) })}
+			text("Pods", 1, func(_ *object.Object, d map[string]any) string {
+				return orNone(Str(d, "status", "allocatable", "pods"))
+			})}
 	case "Namespace":
 		return []Column{nameCol, text("Status", 0, func(o *object.Object, d map[string]any) string {
 			if o.Metadata.Deleting() {

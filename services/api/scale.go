@@ -35,7 +35,7 @@ type scale struct {
 // replicasOf is the part of a workload's spec and status a Scale shows.
 type replicasOf struct {
 	Spec struct {
-		Replicas *int32               `json:"replicas"`
+		Replicas *int32                `json:"replicas"`
 		Selector *object.LabelSelector `json:"selector"`
 	} `json:"spec"`
 	Status struct {

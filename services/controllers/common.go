@@ -52,9 +52,9 @@ func ownerIndex(o *object.Object) []string {
 
 // Label keys Homeostat sets on what controllers create.
 const (
-	LabelPodTemplateHash  = "pod-template-hash"
-	LabelJobName          = "job-name"
-	LabelControllerUID    = "controller-uid"
+	LabelPodTemplateHash = "pod-template-hash"
+	LabelJobName         = "job-name"
+	LabelControllerUID   = "controller-uid"
 )
 
 // truncName keeps a generated name a DNS label once suffix is added.
