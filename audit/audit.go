@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/homeostat/homeostat/kinds"
 )
 
 // Level says which requests are recorded.
@@ -96,7 +98,7 @@ type Event struct {
 const (
 	AnnotationDecision = "authorization.k8s.io/decision"
 	AnnotationReason   = "authorization.k8s.io/reason"
-	AnnotationTraceID  = "homeostat.io/trace-id"
+	AnnotationTraceID  = kinds.AnnotationTraceID
 )
 
 // EventList is a list of Events, oldest first.

@@ -364,8 +364,8 @@ func (r *rollout) writeEvents(ctx context.Context, a apis, dir string) {
 	}
 	var lines []string
 	for _, o := range l.Items {
-		var e kinds.EventSpec
-		if json.Unmarshal(o.Spec, &e) != nil || !strings.HasPrefix(e.InvolvedObject.Name, r.name) {
+		e, err := kinds.EventOf(o)
+		if err != nil || !strings.HasPrefix(e.InvolvedObject.Name, r.name) {
 			continue
 		}
 		lines = append(lines, fmt.Sprintf("%s..%s ×%d %s %s/%s %s: %s", e.FirstTimestamp, e.LastTimestamp, e.Count,

@@ -167,15 +167,15 @@ func checkCorruptReported(ctx context.Context, t *testing.T, conn *bus.Conn, cor
 	if err != nil {
 		t.Fatal(err)
 	}
-	warnings := map[string]kinds.EventSpec{}
+	warnings := map[string]kinds.Event{}
 	poll.Until(t, "a CorruptObject warning naming each corrupt key", 10*time.Second, func() bool {
 		l, err := events.List(ctx, bus.ListOptions{Namespace: "default"})
 		if err != nil {
 			return false
 		}
 		for _, o := range l.Items {
-			var spec kinds.EventSpec
-			if o.DecodeSpec(&spec) != nil || spec.Reason != "CorruptObject" {
+			spec, err := kinds.EventOf(o)
+			if err != nil || spec.Reason != "CorruptObject" {
 				continue
 			}
 			for _, k := range corrupt {

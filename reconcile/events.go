@@ -34,7 +34,7 @@ type Recorder struct {
 
 type pendingEvent struct {
 	ns, name string
-	spec     kinds.EventSpec
+	spec     kinds.Event
 	n        int32
 }
 
@@ -106,7 +106,7 @@ func (r *Recorder) Event(ctx context.Context, o *object.Object, typ, reason, for
 	defer r.mu.Unlock()
 	p := r.pending[ns+"."+name]
 	if p == nil {
-		p = &pendingEvent{ns: ns, name: name, spec: kinds.EventSpec{
+		p = &pendingEvent{ns: ns, name: name, spec: kinds.Event{
 			InvolvedObject: kinds.ObjectReference{APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Metadata.Name,
 				Namespace: o.Metadata.Namespace, UID: o.Metadata.UID, ResourceVersion: o.Metadata.ResourceVersion},
 			Reason: reason, Type: typ, FirstTimestamp: now, Source: kinds.EventSource{Component: r.component},
@@ -137,7 +137,7 @@ func (r *Recorder) write(ctx context.Context, key string, p *pendingEvent) error
 	spec := p.spec
 	spec.Count = p.n
 	o := &object.Object{APIVersion: "v1", Kind: "Event", Metadata: object.Meta{Name: p.name, Namespace: p.ns}}
-	if err := o.SetSpec(spec); err != nil {
+	if err := kinds.SetEvent(o, spec); err != nil {
 		return err
 	}
 	_, err := r.store.Create(ctx, o)
@@ -155,8 +155,8 @@ func (r *Recorder) write(ctx context.Context, key string, p *pendingEvent) error
 		if err != nil {
 			return err
 		}
-		var spec kinds.EventSpec
-		if err := cur.DecodeSpec(&spec); err != nil {
+		spec, err := kinds.EventOf(cur)
+		if err != nil {
 			return err
 		}
 		spec.Count += p.n
@@ -165,7 +165,7 @@ func (r *Recorder) write(ctx context.Context, key string, p *pendingEvent) error
 			spec.TraceID = p.spec.TraceID
 		}
 		n := cur.Clone()
-		if err := n.SetSpec(spec); err != nil {
+		if err := kinds.SetEvent(n, spec); err != nil {
 			return err
 		}
 		if _, err = r.store.Update(ctx, n, bus.UpdateOptions{Current: cur}); errors.Is(err, bus.ErrConflict) {

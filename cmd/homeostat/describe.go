@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/homeostat/homeostat/client"
+	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
 )
 
@@ -197,7 +198,7 @@ func describeEvents(ctx context.Context, out io.Writer, c *client.Client, o *obj
 	if ns == "" {
 		ns = "default"
 	}
-	l, err := c.List(ctx, evRes, ns, client.ListOptions{FieldSelector: "spec.involvedObject.uid=" + o.Metadata.UID})
+	l, err := c.List(ctx, evRes, ns, client.ListOptions{FieldSelector: "involvedObject.uid=" + o.Metadata.UID})
 	if err != nil {
 		return
 	}
@@ -210,11 +211,13 @@ func describeEvents(ctx context.Context, out io.Writer, c *client.Client, o *obj
 		typ, reason, count, from, msg string
 	}
 	var rows []row
-	for _, e := range l.Items {
-		d := docOf(e)
-		t, _ := time.Parse(time.RFC3339, str(d, "spec", "lastTimestamp"))
-		rows = append(rows, row{t, str(d, "spec", "type"), str(d, "spec", "reason"), str(d, "spec", "count"),
-			str(d, "spec", "source", "component"), str(d, "spec", "message")})
+	for _, o := range l.Items {
+		e, err := kinds.EventOf(o)
+		if err != nil {
+			continue
+		}
+		t, _ := time.Parse(time.RFC3339, e.LastTimestamp)
+		rows = append(rows, row{t, e.Type, e.Reason, fmt.Sprint(e.Count), e.Source.Component, e.Message})
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].last.Before(rows[j].last) })
 	fmt.Fprintln(out, "Events:")

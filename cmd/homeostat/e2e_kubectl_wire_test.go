@@ -201,3 +201,22 @@ func TestKubectlGetPrintsServerTables(t *testing.T) {
 		return regexp.MustCompile(`MODIFIED\s+web\s+\d/3`).MatchString(out.String())
 	})
 }
+
+// TestKubectlDescribeShowsEvents: Events carry their fields at the top
+// level as in core/v1, so kubectl describe finds an object's events by
+// field selector, and kubectl events and get events print them.
+func TestKubectlDescribeShowsEvents(t *testing.T) {
+	s := startUp(t, t.TempDir(), "--no-agent")
+	k := newKubectl(t, s)
+	k.must("created", webManifest("2", "v1"), "apply", "-f", "-")
+	scaled := regexp.MustCompile(`Normal\s+ScalingReplicaSet\s+\S+\s+deployment-controller\s+Created new replica set web-`)
+	poll.Until(t, "describe to show the ScalingReplicaSet event", 30*time.Second, func() bool {
+		out, err := k.run("", "describe", "deployment", "web")
+		return err == nil && scaled.MatchString(out) && strings.Contains(out, "NewReplicaSet:")
+	})
+	k.must("ScalingReplicaSet", "", "events", "--for", "deployment/web")
+	out := k.must("deployment/web", "", "get", "events")
+	if !regexp.MustCompile(`(?m)^\S+\s+Normal\s+ScalingReplicaSet\s+deployment/web\s+Created new replica set`).MatchString(out) {
+		t.Fatalf("kubectl get events:\n%s", out)
+	}
+}

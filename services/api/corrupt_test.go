@@ -201,8 +201,8 @@ func (tc corruptCase) eventsNameEvery(base, kind string, bad map[string][]byte) 
 	}
 	seen := map[string]bool{}
 	for _, ev := range events.Items {
-		var spec kinds.EventSpec
-		if ev.DecodeSpec(&spec) != nil || spec.Reason != "CorruptObject" ||
+		spec, err := kinds.EventOf(ev)
+		if err != nil || spec.Reason != "CorruptObject" ||
 			spec.InvolvedObject.Kind != kind || spec.InvolvedObject.Namespace != tc.ns {
 			continue
 		}
