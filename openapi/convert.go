@@ -99,7 +99,7 @@ func (c *converter) schema(base string, s any) (map[string]any, error) {
 		}
 	}
 	for k, v := range m {
-		if strings.HasPrefix(k, "x-kubernetes-") {
+		if strings.HasPrefix(k, "x-kubernetes-") || strings.HasPrefix(k, "x-homeostat-") {
 			out[k] = v
 		}
 	}

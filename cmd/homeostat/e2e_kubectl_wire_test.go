@@ -220,3 +220,30 @@ func TestKubectlDescribeShowsEvents(t *testing.T) {
 		t.Fatalf("kubectl get events:\n%s", out)
 	}
 }
+
+// TestKubectlCreateGenerators: kubectl's typed generators send protobuf,
+// which the API reads through Kubernetes' own types.
+func TestKubectlCreateGenerators(t *testing.T) {
+	s := startUp(t, t.TempDir(), "--no-agent")
+	k := newKubectl(t, s)
+	k.must("namespace/team created", "", "create", "namespace", "team")
+	k.must("deployment.apps/web created", "", "create", "deployment", "web", "-n", "team", "--image=nginx", "--replicas=2", "--", "sleep", "3600")
+	got := k.must("", "", "get", "deployment", "web", "-n", "team", "-o", "jsonpath={.spec.replicas} {.spec.template.spec.containers[0].command}")
+	if got != `2 ["sleep","3600"]` {
+		t.Fatalf("the created deployment: %q", got)
+	}
+	k.must("job.batch/once created", "", "create", "job", "once", "-n", "team", "--image=busybox", "--", "true")
+	k.must("serviceaccount/bot created", "", "create", "serviceaccount", "bot", "-n", "team")
+	k.must("role.rbac.authorization.k8s.io/reader created", "", "create", "role", "reader", "-n", "team", "--verb=get,list", "--resource=pods")
+	k.must("rolebinding.rbac.authorization.k8s.io/bot-reads created", "", "create", "rolebinding", "bot-reads", "-n", "team", "--role=reader", "--serviceaccount=team:bot")
+	k.must("yes", "", "auth", "can-i", "list", "pods", "-n", "team", "--as=system:serviceaccount:team:bot")
+	// A pod as kubectl run makes it: dnsPolicy and the like are accepted,
+	// and kubectl shows the warning that names them.
+	out := k.must("pod/p created", "", "run", "p", "-n", "team", "--image=busybox", "--restart=Never", "--command", "--", "sleep", "3600")
+	if !strings.Contains(out, "Warning: spec.dnsPolicy: Homeostat does not act on this field") {
+		t.Fatalf("kubectl run gave no warning for dnsPolicy:\n%s", out)
+	}
+	// A client-side dry run's output is taken back as it is.
+	manifest := k.must("kind: Deployment", "", "create", "deployment", "dry", "-n", "team", "--image=x", "--dry-run=client", "-o", "yaml", "--", "sleep", "1")
+	k.must("deployment.apps/dry created", manifest, "create", "-f", "-")
+}

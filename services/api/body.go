@@ -23,6 +23,27 @@ func (s *Service) readBody(r *http.Request) ([]byte, *apiError) {
 	return asJSON(data, mt)
 }
 
+// readKubeBody reads a body of JSON, YAML or protobuf (in Kubernetes' own
+// types, as typed clients send built-in kinds) as JSON, and says whether
+// it came as text, whose duplicate keys can still be found.
+func (s *Service) readKubeBody(r *http.Request) ([]byte, bool, *apiError) {
+	allowed := map[string]bool{"application/json": true, "application/yaml": true, "application/x-yaml": true,
+		"text/yaml": true, protobufType: true}
+	data, mt, e := s.readBodyAs(r, allowed, "application/json, application/yaml or "+protobufType)
+	if e != nil {
+		return nil, false, e
+	}
+	if mt == protobufType {
+		j, err := protoToJSON(data)
+		if err != nil {
+			return nil, false, badRequest("the protobuf body does not decode: %v", err)
+		}
+		return j, false, nil
+	}
+	j, e := asJSON(data, mt)
+	return j, true, e
+}
+
 // asJSON turns a YAML body into JSON; a JSON one comes back as it is.
 func asJSON(data []byte, mt string) ([]byte, *apiError) {
 	if mt == "application/json" {

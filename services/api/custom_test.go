@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,10 +46,18 @@ func TestCustomKindAcrossReplicas(t *testing.T) {
 	if string(r.obj.Spec) != `{"color":"blue","size":2}` {
 		t.Fatalf("widget spec %s, want the default color", r.obj.Spec)
 	}
+	// A field the schema does not declare is pruned with a warning, as
+	// Kubernetes prunes a custom resource, or refused when asked.
 	bad := call(t, "POST", a+widgets, "", `{"metadata":{"name":"w2"},"spec":{"size":0,"shape":"round"}}`)
 	mustCode(t, bad, http.StatusUnprocessableEntity, object.ReasonInvalid)
-	if len(bad.status.Details.Causes) != 2 {
-		t.Fatalf("causes: %+v", bad.status.Details.Causes)
+	if len(bad.status.Details.Causes) != 1 || bad.status.Details.Causes[0].Field != "spec.size" ||
+		!strings.Contains(bad.header.Get("Warning"), `unknown field \"spec.shape\"`) {
+		t.Fatalf("causes: %+v, warning %q", bad.status.Details.Causes, bad.header.Values("Warning"))
+	}
+	strict := call(t, "POST", a+widgets+"?fieldValidation=Strict", "", `{"metadata":{"name":"w2"},"spec":{"size":1,"shape":"round"}}`)
+	mustCode(t, strict, http.StatusBadRequest, object.ReasonBadRequest)
+	if c := strict.status.Details.Causes; len(c) != 1 || c[0].Field != "spec.shape" {
+		t.Fatalf("strict causes: %+v", c)
 	}
 	mustCode(t, call(t, "GET", a+widgets+"/w1", "", ""), http.StatusOK, "")
 	mustCode(t, call(t, "GET", a+"/apis/example.com/v1/widgets", "", ""), http.StatusOK, "")

@@ -84,6 +84,7 @@ func startAPI(t *testing.T, conn *bus.Conn, mutate ...func(*api.Config)) string 
 
 type response struct {
 	code   int
+	header http.Header
 	body   []byte
 	status object.Status
 	obj    object.Object
@@ -120,7 +121,7 @@ func callAs(t *testing.T, hc *http.Client, token, method, url, contentType, body
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := response{code: resp.StatusCode, body: b}
+	r := response{code: resp.StatusCode, header: resp.Header, body: b}
 	if resp.StatusCode/100 != 2 {
 		if err := json.Unmarshal(b, &r.status); err != nil || r.status.Kind != "Status" {
 			t.Fatalf("%s %s: error body is not a Status: %s", method, url, b)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/openapi"
+	"github.com/homeostat/homeostat/schemas"
 )
 
 func (s *Service) patch(w http.ResponseWriter, r *http.Request, ref *resourceRef) *apiError {
@@ -33,6 +34,13 @@ func (s *Service) patch(w http.ResponseWriter, r *http.Request, ref *resourceRef
 		}
 		doc, e := s.applyPatch(ref, mt, cur, data)
 		if e != nil {
+			return e
+		}
+		var dups []string
+		if mt != openapi.JSONPatch {
+			dups = schemas.DuplicateFields(data)
+		}
+		if e := s.checkFields(w, r, ref, doc, dups); e != nil {
 			return e
 		}
 		if e := normalize(ref, doc); e != nil {

@@ -4,7 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 )
@@ -13,15 +19,29 @@ import (
 // clients (kubectl's among them) send for built-in kinds.
 const protobufType = "application/vnd.kubernetes.protobuf"
 
-// protoCodec decodes the kinds this API takes in protobuf: for now the
-// TokenRequest, so that `kubectl create token` works.
+// protoCodec decodes what this API takes in protobuf: the built-in kinds
+// in Kubernetes' own types (k8s.io/api), and the TokenRequest.
 var protoCodec = func() runtime.Decoder {
 	scheme := runtime.NewScheme()
-	if err := authv1.AddToScheme(scheme); err != nil {
-		panic(err) // a static registration: fails only if the types are broken
+	for _, add := range []func(*runtime.Scheme) error{authv1.AddToScheme, authzv1.AddToScheme, corev1.AddToScheme,
+		appsv1.AddToScheme, batchv1.AddToScheme, rbacv1.AddToScheme, autoscalingv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			panic(err) // a static registration: fails only if the types are broken
+		}
 	}
 	return protobuf.NewSerializer(scheme, scheme)
 }()
+
+// protoToJSON reads an object sent in protobuf as the JSON of Kubernetes'
+// type for it, which the API then takes as any JSON body.
+func protoToJSON(data []byte) ([]byte, error) {
+	obj, gvk, err := protoCodec.Decode(data, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	obj.GetObjectKind().SetGroupVersionKind(*gvk)
+	return json.Marshal(obj)
+}
 
 // decodeTokenRequestProto reads a TokenRequest sent in protobuf.
 func decodeTokenRequestProto(data []byte) (*tokenRequest, error) {

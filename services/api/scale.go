@@ -85,7 +85,7 @@ func (s *Service) scaleSubresource(w http.ResponseWriter, r *http.Request, ref *
 		writeJSON(w, http.StatusOK, sc)
 		return nil
 	case http.MethodPut:
-		data, e := s.readBody(r)
+		data, _, e := s.readKubeBody(r)
 		if e != nil {
 			return e
 		}

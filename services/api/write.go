@@ -11,21 +11,33 @@ import (
 	"github.com/homeostat/homeostat/clock"
 	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/reconcile"
+	"github.com/homeostat/homeostat/schemas"
 )
 
 // readObject reads the body of a create or update as an object of the
 // path's kind, namespace and name, and whether it is a dry run.
-func (s *Service) readObject(r *http.Request, ref *resourceRef) (*object.Object, bool, *apiError) {
+func (s *Service) readObject(w http.ResponseWriter, r *http.Request, ref *resourceRef) (*object.Object, bool, *apiError) {
 	dry, e := dryRun(r)
 	if e != nil {
 		return nil, false, e
 	}
-	data, e := s.readBody(r)
+	if ref.res.Custom && r.Header.Get("Content-Type") == protobufType {
+		return nil, false, newError(http.StatusUnsupportedMediaType, object.ReasonUnsupportedMediaType,
+			"custom kinds take application/json or application/yaml, not %s", protobufType)
+	}
+	data, text, e := s.readKubeBody(r)
 	if e != nil {
 		return nil, false, e
 	}
+	var dups []string
+	if text {
+		dups = schemas.DuplicateFields(data)
+	}
 	doc, e := decodeObject(data)
 	if e != nil {
+		return nil, false, e
+	}
+	if e := s.checkFields(w, r, ref, doc, dups); e != nil {
 		return nil, false, e
 	}
 	if e := normalize(ref, doc); e != nil {
@@ -36,7 +48,7 @@ func (s *Service) readObject(r *http.Request, ref *resourceRef) (*object.Object,
 }
 
 func (s *Service) create(w http.ResponseWriter, r *http.Request, ref *resourceRef) *apiError {
-	o, dry, e := s.readObject(r, ref)
+	o, dry, e := s.readObject(w, r, ref)
 	if e != nil {
 		return e
 	}
@@ -82,7 +94,7 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request, ref *resourceRe
 }
 
 func (s *Service) update(w http.ResponseWriter, r *http.Request, ref *resourceRef) *apiError {
-	in, dry, e := s.readObject(r, ref)
+	in, dry, e := s.readObject(w, r, ref)
 	if e != nil {
 		return e
 	}

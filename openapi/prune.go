@@ -1,0 +1,184 @@
+package openapi
+
+import (
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	"k8s.io/kube-openapi/pkg/validation/spec"
+
+	"github.com/homeostat/homeostat/schemas"
+)
+
+// Pruned are the fields Prune removed, by path.
+type Pruned struct {
+	// Unknown fields are declared neither by the kind's schema nor by
+	// Kubernetes' type of the kind.
+	Unknown []string
+	// Ignored fields are Kubernetes' but not Homeostat's (dnsPolicy, say):
+	// a Kubernetes client may send them, and Homeostat does not act on them.
+	Ignored []string
+	// Inert fields are kept but not acted on (a process pod's image), with
+	// why, from the schema's x-homeostat-not-acted-on.
+	Inert []InertField
+}
+
+// InertField is a field kept but not acted on.
+type InertField struct{ Path, Why string }
+
+// notActedOn marks, in the schemas, a field kept for Kubernetes clients
+// that Homeostat does not act on; its value says why.
+const notActedOn = "x-homeostat-not-acted-on"
+
+// Prune removes from doc every field the kind's schema does not declare,
+// as Kubernetes prunes a custom resource, and says which were Kubernetes'
+// own: kube is Kubernetes' Go type of the kind (k8s.io/api), or nil.
+func (d *Documents) Prune(res *schemas.Resource, doc map[string]any, kube reflect.Type) Pruned {
+	var p Pruned
+	if sch, ok := d.schemas[d.kinds[kindKey(res)]]; ok {
+		w := pruner{all: d.schemas, out: &p}
+		w.walk(doc, sch, kube, "")
+	}
+	sort.Strings(p.Unknown)
+	sort.Strings(p.Ignored)
+	sort.Slice(p.Inert, func(i, j int) bool { return p.Inert[i].Path < p.Inert[j].Path })
+	return p
+}
+
+type pruner struct {
+	all map[string]*spec.Schema
+	out *Pruned
+}
+
+// resolve follows a schema's reference, or allOf's first part (where a
+// reference with a description sits).
+func (w pruner) resolve(s *spec.Schema) *spec.Schema {
+	for s != nil {
+		switch {
+		case s.Ref.String() != "":
+			s = w.all[strings.TrimPrefix(s.Ref.String(), refPrefix)]
+		case len(s.AllOf) > 0 && len(s.Properties) == 0:
+			s = &s.AllOf[0]
+		default:
+			return s
+		}
+	}
+	return nil
+}
+
+func (w pruner) walk(v any, s *spec.Schema, kube reflect.Type, path string) {
+	s = w.resolve(s)
+	if s == nil {
+		return
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		w.object(v, s, kube, path)
+	case []any:
+		if s.Items == nil || s.Items.Schema == nil {
+			return
+		}
+		for i, x := range v {
+			w.walk(x, s.Items.Schema, elem(kube), path+"["+strconv.Itoa(i)+"]")
+		}
+	}
+}
+
+func (w pruner) object(m map[string]any, s *spec.Schema, kube reflect.Type, path string) {
+	if open, _ := s.Extensions.GetBool("x-kubernetes-preserve-unknown-fields"); open {
+		return
+	}
+	if len(s.Properties) == 0 {
+		// A map: its values share one schema.
+		if ap := s.AdditionalProperties; ap != nil && ap.Schema != nil {
+			for k, x := range m {
+				w.walk(x, ap.Schema, elem(kube), join(path, k))
+			}
+		}
+		return
+	}
+	for k, x := range m {
+		p := join(path, k)
+		prop, ok := s.Properties[k]
+		if ok {
+			if why, _ := prop.Extensions.GetString(notActedOn); why != "" && x != nil && x != "" {
+				w.out.Inert = append(w.out.Inert, InertField{Path: p, Why: why})
+			}
+			w.walk(x, &prop, field(kube, k), p)
+			continue
+		}
+		if ap := s.AdditionalProperties; ap != nil && (ap.Allows && ap.Schema == nil) {
+			continue
+		}
+		delete(m, k)
+		if field(kube, k) != nil {
+			// An empty value (creationTimestamp: null, which every typed
+			// Kubernetes client sends) asks for nothing.
+			if !empty(x) {
+				w.out.Ignored = append(w.out.Ignored, p)
+			}
+		} else {
+			w.out.Unknown = append(w.out.Unknown, p)
+		}
+	}
+}
+
+func join(path, k string) string {
+	if path == "" {
+		return k
+	}
+	return path + "." + k
+}
+
+// elem is the type of a slice's or map's elements.
+func elem(t reflect.Type) reflect.Type {
+	t = deref(t)
+	if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Map) {
+		return t.Elem()
+	}
+	return nil
+}
+
+func deref(t reflect.Type) reflect.Type {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t
+}
+
+// field is the type of a struct's member by its JSON name, looking into
+// inlined members (TypeMeta); nil when there is none.
+func field(t reflect.Type, name string) reflect.Type {
+	t = deref(t)
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case tag == name:
+			return f.Type
+		case tag == "" && (f.Anonymous || strings.Contains(opts, "inline")):
+			if ft := field(f.Type, name); ft != nil {
+				return ft
+			}
+		}
+	}
+	return nil
+}
+
+func empty(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case string:
+		return v == ""
+	case map[string]any:
+		return len(v) == 0
+	case []any:
+		return len(v) == 0
+	}
+	return false
+}
