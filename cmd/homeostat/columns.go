@@ -19,8 +19,6 @@ func newTabWriter(out io.Writer) *tabWriter {
 func (t *tabWriter) row(cells ...string) { fmt.Fprintln(t.w, strings.Join(cells, "\t")) }
 func (t *tabWriter) flush()              { _ = t.w.Flush() }
 
-func str(doc map[string]any, keys ...string) string { return table.Str(doc, keys...) }
-
 func orNone(s string) string {
 	if s == "" {
 		return "<none>"
