@@ -70,6 +70,10 @@ func (s *Service) resolve(r *http.Request) (*resourceRef, *apiError) {
 	if ref.sub == "token" && (res.Custom || res.Kind != "ServiceAccount") {
 		return nil, newError(http.StatusNotFound, object.ReasonNotFound, "only serviceaccounts issue tokens")
 	}
+	if why, ok := unsupportedPodSubresources[ref.sub]; ok && !res.Custom && res.Kind == "Pod" {
+		// Not a 404, which kubectl would report as the pod not being found.
+		return nil, newError(http.StatusBadRequest, object.ReasonBadRequest, "pods/%s is not supported by Homeostat: %s", ref.sub, why)
+	}
 	if ref.sub == "scale" && !scalable(res) {
 		return nil, newError(http.StatusNotFound, object.ReasonNotFound, "%s has no scale subresource", res.GroupResource())
 	}
@@ -82,6 +86,17 @@ func (s *Service) resolve(r *http.Request) (*resourceRef, *apiError) {
 	}
 	ref.store = st
 	return ref, nil
+}
+
+// unsupportedPodSubresources are Kubernetes' pod subresources Homeostat has
+// not built, with why, so that kubectl exec, attach, cp and port-forward
+// fail with a reason rather than a missing page.
+var unsupportedPodSubresources = map[string]string{
+	"exec":                "a pod is a process on its node's host; run commands on the node itself, or read the pod's output with kubectl logs",
+	"attach":              "a pod is a process on its node's host, and its output is in its log (kubectl logs -f)",
+	"portforward":         "a pod's process listens on its node's own address; reach it there",
+	"proxy":               "a pod's process listens on its node's own address; reach it there",
+	"ephemeralcontainers": "a pod's containers are processes; there is no sandbox to add a container to",
 }
 
 func groupVersion(group, version string) string {
