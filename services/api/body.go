@@ -12,17 +12,6 @@ import (
 	"github.com/homeostat/homeostat/schemas"
 )
 
-// readBody reads a bounded request body: 413 past the limit, 415 for a
-// media type other than JSON or YAML. YAML comes back as JSON.
-func (s *Service) readBody(r *http.Request) ([]byte, *apiError) {
-	allowed := map[string]bool{"application/json": true, "application/yaml": true, "application/x-yaml": true, "text/yaml": true}
-	data, mt, e := s.readBodyAs(r, allowed, "application/json or application/yaml")
-	if e != nil {
-		return nil, e
-	}
-	return asJSON(data, mt)
-}
-
 // readKubeBody reads a body of JSON, YAML or protobuf (in Kubernetes' own
 // types, as typed clients send built-in kinds) as JSON, and says whether
 // it came as text, whose duplicate keys can still be found.

@@ -178,7 +178,7 @@ func (s *Service) delete(w http.ResponseWriter, r *http.Request, ref *resourceRe
 		} `json:"preconditions"`
 	}
 	if r.ContentLength != 0 && r.Body != nil {
-		data, e := s.readBody(r)
+		data, _, e := s.readKubeBody(r)
 		if e == nil {
 			if err := json.Unmarshal(data, &body); err != nil {
 				return badRequest("the delete options are not valid JSON: %v", err)
