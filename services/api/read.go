@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,7 +59,7 @@ type fieldReq struct {
 	neg  bool
 }
 
-func parseFilters(r *http.Request) (filters, *apiError) {
+func parseFilters(r *http.Request, ref *resourceRef) (filters, *apiError) {
 	q := r.URL.Query()
 	var f filters
 	sel, err := object.ParseSelector(q.Get("labelSelector"))
@@ -79,7 +81,13 @@ func parseFilters(r *http.Request) (filters, *apiError) {
 				return f, badRequest("fieldSelector %q: expected field=value or field!=value", part)
 			}
 		}
-		req.path, req.val = strings.Split(strings.TrimSpace(k), "."), strings.TrimSpace(v)
+		label := strings.TrimSpace(k)
+		path, ok := fieldPath(ref.res, label)
+		if !ok {
+			return f, badRequest("field label not supported: %s (%s may be selected by %s)", label, ref.groupResource(),
+				strings.Join(slices.Sorted(maps.Keys(selectableFields(ref.res))), ", "))
+		}
+		req.path, req.val = path, strings.TrimSpace(v)
 		f.fields = append(f.fields, req)
 	}
 	return f, nil
@@ -113,7 +121,7 @@ func (f filters) match(o *object.Object) bool {
 }
 
 func (s *Service) list(w http.ResponseWriter, r *http.Request, ref *resourceRef) *apiError {
-	f, e := parseFilters(r)
+	f, e := parseFilters(r, ref)
 	if e != nil {
 		return e
 	}
@@ -185,7 +193,7 @@ func (s *Service) reportCorrupt(w http.ResponseWriter, r *http.Request, ref *res
 // with the current objects as ADDED; N resumes with changes after N, or
 // answers 410 Gone when deletes after N have been compacted away.
 func (s *Service) watch(w http.ResponseWriter, r *http.Request, ref *resourceRef) *apiError {
-	f, e := parseFilters(r)
+	f, e := parseFilters(r, ref)
 	if e != nil {
 		return e
 	}
