@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"strings"
 
 	"github.com/homeostat/homeostat/object"
 )
@@ -101,7 +102,7 @@ func (r *Registry) Register(def *object.Object) (*Resource, error) {
 	res.Group, res.Version, res.Kind, res.Plural = spec.Group, spec.Version, spec.Kind, spec.Plural
 	res.Singular, res.ShortNames = spec.Singular, spec.ShortNames
 	if res.Singular == "" {
-		res.Singular = spec.Plural
+		res.Singular = strings.ToLower(spec.Kind) // as a CustomResourceDefinition defaults it
 	}
 	r.mu.Lock()
 	for k, old := range r.byPath {

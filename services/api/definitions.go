@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/homeostat/homeostat/bus"
@@ -73,6 +74,37 @@ func (s *Service) afterWrite(r *http.Request, ref *resourceRef, o *object.Object
 		return
 	}
 	s.register(r.Context(), o)
+}
+
+func isDefinition(ref *resourceRef) bool {
+	return !ref.res.Custom && ref.res.Kind == "ResourceDefinition"
+}
+
+// establish sets a definition's status as a CustomResourceDefinition's
+// reads once served: its names accepted and the kind established, which
+// this replica makes true before it answers (afterWrite), and every other
+// at once (resolve looks a kind up when it has not heard of it).
+func establish(def *object.Object) *apiError {
+	var spec schemas.DefinitionSpec
+	if err := def.DecodeSpec(&spec); err != nil {
+		return badRequest("spec: %v", err)
+	}
+	singular := spec.Singular
+	if singular == "" {
+		singular = strings.ToLower(spec.Kind)
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	var conds []object.Condition
+	object.SetCondition(&conds, object.Condition{Type: "NamesAccepted", Status: object.ConditionTrue, Reason: "NoConflicts",
+		Message: "no conflicts found"}, now)
+	object.SetCondition(&conds, object.Condition{Type: "Established", Status: object.ConditionTrue, Reason: "InitialNamesAccepted",
+		Message: "the initial names have been accepted"}, now)
+	st := map[string]any{"conditions": conds, "acceptedNames": map[string]any{
+		"kind": spec.Kind, "plural": spec.Plural, "singular": singular, "shortNames": spec.ShortNames}}
+	if err := def.SetStatus(st); err != nil {
+		return newError(http.StatusInternalServerError, object.ReasonInternalError, "%v", err)
+	}
+	return nil
 }
 
 // register serves a defined kind.

@@ -61,6 +61,11 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request, ref *resourceRe
 	// Status is written through the status subresource, by whoever observes
 	// it; a new namespace starts Active.
 	o.Status = nil
+	if isDefinition(ref) {
+		if e := establish(o); e != nil {
+			return e
+		}
+	}
 	if !ref.res.Custom && ref.res.Kind == "Namespace" {
 		o.Status = []byte(`{"phase":"Active"}`)
 		if !o.Metadata.HasFinalizer(object.FinalizerNamespace) {
@@ -137,6 +142,11 @@ func (s *Service) replace(r *http.Request, ref *resourceRef, cur, in *object.Obj
 		n.Metadata.ResourceVersion = in.Metadata.ResourceVersion
 	} else {
 		n.Status = cur.Status
+		if isDefinition(ref) {
+			if e := establish(n); e != nil {
+				return nil, e
+			}
+		}
 	}
 	if n.Metadata.ResourceVersion == "" {
 		n.Metadata.ResourceVersion = cur.Metadata.ResourceVersion
