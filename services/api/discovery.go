@@ -29,12 +29,20 @@ type apiResourceList struct {
 
 var verbs = []string{"create", "delete", "get", "list", "patch", "update", "watch"}
 
-func (s *Service) apiVersions(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"kind": "APIVersions", "versions": []string{"v1"}})
+func (s *Service) apiVersions(w http.ResponseWriter, r *http.Request) {
+	if wantsAggregated(r) {
+		s.serveDiscovery(w, r, aggregatedType, s.aggregated(true))
+		return
+	}
+	s.serveDiscovery(w, r, "application/json", map[string]any{"kind": "APIVersions", "versions": []string{"v1"}})
 }
 
 // apiGroups lists the groups and their versions, custom ones included.
-func (s *Service) apiGroups(w http.ResponseWriter, _ *http.Request) {
+func (s *Service) apiGroups(w http.ResponseWriter, r *http.Request) {
+	if wantsAggregated(r) {
+		s.serveDiscovery(w, r, aggregatedType, s.aggregated(false))
+		return
+	}
 	type gv struct {
 		GroupVersion string `json:"groupVersion"`
 		Version      string `json:"version"`
@@ -65,7 +73,7 @@ func (s *Service) apiGroups(w http.ResponseWriter, _ *http.Request) {
 		groups = append(groups, g)
 	}
 	sort.Slice(groups, func(i, j int) bool { return groups[i].Name < groups[j].Name })
-	writeJSON(w, http.StatusOK, map[string]any{"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+	s.serveDiscovery(w, r, "application/json", map[string]any{"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
 // resourceList lists the resources of one group and version.
@@ -89,7 +97,7 @@ func (s *Service) resourceList(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, s.log, newError(http.StatusNotFound, "NotFound", "no resources in %s", groupVersion(group, version)))
 		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	s.serveDiscovery(w, r, "application/json", out)
 }
 
 // categories puts the workload kinds in "all", as Kubernetes does, so that
