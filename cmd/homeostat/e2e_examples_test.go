@@ -6,6 +6,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/homeostat/homeostat/testenv/poll"
 )
 
 // exampleReady waits until what an example made is ready, through kubectl,
@@ -58,10 +61,34 @@ func TestExamplesApplyAsTheyAre(t *testing.T) {
 				if want := exampleSays[name]; !strings.Contains(out, want) {
 					t.Fatalf("%s: %q, want %q", name, out, want)
 				}
+				if name == "01-demo-deployment.yaml" && via == "kubectl" {
+					kubectlLogs(t, k)
+				}
 			}
 			if out, _ := k.run("", "auth", "can-i", "delete", "pods", "--as", "alice"); strings.TrimSpace(out) != "no" {
 				t.Fatalf("alice may delete pods: %q", out)
 			}
 		})
+	}
+}
+
+// kubectlLogs reads the demo's logs through the API as kubectl does, with
+// the options it sends.
+func kubectlLogs(t *testing.T, k *kubectlRunner) {
+	t.Helper()
+	poll.Until(t, "the demo to say where it listens", 30*time.Second, func() bool {
+		out, err := k.run("", "logs", "deployment/demo")
+		return err == nil && strings.Contains(out, "listening on")
+	})
+	// (kubectl says on stderr which pod it chose.)
+	if out := k.must("", "", "logs", "deployment/demo", "--limit-bytes=4"); !strings.HasSuffix(out, "\ndemo") {
+		t.Fatalf("kubectl logs --limit-bytes=4: %q", out)
+	}
+	out := k.must("listening on", "", "logs", "deployment/demo", "--timestamps", "--tail=1")
+	if !strings.Contains(out, "Warning: timestamps: Homeostat keeps a process's output without a time per line") {
+		t.Fatalf("kubectl logs --timestamps gave no warning:\n%s", out)
+	}
+	if out, err := k.run("", "logs", "deployment/demo", "--limit-bytes=-1"); err == nil {
+		t.Fatalf("kubectl logs --limit-bytes=-1 was taken: %s", out)
 	}
 }

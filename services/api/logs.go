@@ -4,7 +4,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
@@ -25,6 +27,10 @@ func (s *Service) podLog(w http.ResponseWriter, r *http.Request, ref *resourceRe
 		return badRequest("pod %q has not been scheduled to a node yet", ref.name)
 	}
 	q := r.URL.Query()
+	limit, e := logLimit(w, q)
+	if e != nil {
+		return e
+	}
 	container := q.Get("container")
 	if container == "" && len(p.Spec.Containers) > 1 {
 		names := make([]string, 0, len(p.Spec.Containers))
@@ -77,8 +83,12 @@ func (s *Service) podLog(w http.ResponseWriter, r *http.Request, ref *resourceRe
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
 	buf := make([]byte, 32*1024)
+	var body io.Reader = resp.Body
+	if limit > 0 {
+		body = io.LimitReader(resp.Body, limit)
+	}
 	for {
-		n, err := resp.Body.Read(buf)
+		n, err := body.Read(buf)
 		if n > 0 {
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				return nil
@@ -91,4 +101,29 @@ func (s *Service) podLog(w http.ResponseWriter, r *http.Request, ref *resourceRe
 			return nil
 		}
 	}
+}
+
+// logLimit reads limitBytes, and warns of the options the agent cannot
+// honour: a process's output is kept as it was written, with no time per
+// line, so timestamps and since cannot be told; the log is given whole.
+func logLimit(w http.ResponseWriter, q url.Values) (int64, *apiError) {
+	for _, k := range []string{"tailLines", "limitBytes", "sinceSeconds"} {
+		if v := q.Get(k); v != "" {
+			if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 || (n == 0 && k != "tailLines") {
+				return 0, badRequest("%s=%q must be a positive integer", k, v)
+			}
+		}
+	}
+	if v := q.Get("sinceTime"); v != "" {
+		if _, err := time.Parse(time.RFC3339, v); err != nil {
+			return 0, badRequest("sinceTime=%q must be an RFC 3339 time", v)
+		}
+	}
+	for _, k := range []string{"timestamps", "sinceSeconds", "sinceTime"} {
+		if v := q.Get(k); v != "" && v != "false" {
+			warn(w, k+": Homeostat keeps a process's output without a time per line; the log is shown without it")
+		}
+	}
+	limit, _ := strconv.ParseInt(q.Get("limitBytes"), 10, 64)
+	return limit, nil
 }
