@@ -22,6 +22,7 @@ type kubectlRunner struct {
 	t          *testing.T
 	bin, home  string
 	kubeconfig string
+	env        []string // more environment for the next commands
 }
 
 func newKubectl(t *testing.T, s *server) *kubectlRunner {
@@ -34,7 +35,7 @@ func (k *kubectlRunner) run(stdin string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, k.bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+k.kubeconfig, "HOME="+k.home)
+	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+k.kubeconfig, "HOME="+k.home), k.env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
@@ -266,4 +267,51 @@ func TestKubectlCreateGenerators(t *testing.T) {
 	// A client-side dry run's output is taken back as it is.
 	manifest := k.must("kind: Deployment", "", "create", "deployment", "dry", "-n", "team", "--image=x", "--dry-run=client", "-o", "yaml", "--", "sleep", "1")
 	k.must("deployment.apps/dry created", manifest, "create", "-f", "-")
+}
+
+// TestKubectlEditReplaceWaitDelete: the rest of the everyday commands:
+// set env, edit (through an editor that rewrites the file), replace, wait
+// on a jsonpath and on deletion, get's other outputs and field selectors,
+// and delete's cascade modes.
+func TestKubectlEditReplaceWaitDelete(t *testing.T) {
+	s := startUp(t, t.TempDir(), "--no-agent")
+	k := newKubectl(t, s)
+	k.must("created", webManifest("2", "v1"), "apply", "-f", "-")
+	k.must("env updated", "", "set", "env", "deployment/web", "-c", "web", "MODE=fast")
+	jsonpath := func(path string) string { return k.must("", "", "get", "deployment", "web", "-o", "jsonpath="+path) }
+	if got := jsonpath(`{.spec.template.spec.containers[0].env[?(@.name=="MODE")].value}`); got != "fast" {
+		t.Fatalf("env after set env: %q", got)
+	}
+	// kubectl edit runs $EDITOR on a temporary file.
+	editor := filepath.Join(t.TempDir(), "editor.sh")
+	if err := os.WriteFile(editor, []byte("#!/bin/sh\nsed -i 's/replicas: 2/replicas: 7/' \"$1\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	k.env = []string{"KUBE_EDITOR=" + editor}
+	k.must("deployment.apps/web edited", "", "edit", "deployment", "web")
+	k.env = nil
+	if got := jsonpath("{.spec.replicas}"); got != "7" {
+		t.Fatalf("replicas after edit: %q", got)
+	}
+	k.must("deployment.apps/web replaced", webManifest("1", "v9"), "replace", "-f", "-")
+	if got := jsonpath("{.spec.replicas} {.spec.template.spec.containers[0].image}"); got != "1 v9" {
+		t.Fatalf("after replace: %q", got)
+	}
+	k.must("condition met", "", "wait", "--for=jsonpath={.spec.replicas}=1", "deployment/web", "--timeout=30s")
+	k.must("deployment.apps/web", "", "get", "deployment", "-o", "name")
+	k.must(`"kind": "Deployment"`, "", "get", "deployment", "web", "-o", "json")
+	k.must("web", "", "get", "deployments", "--field-selector", "metadata.name=web")
+	if out, err := k.run("", "get", "deployments", "--field-selector", "spec.replicas=1"); err == nil || !strings.Contains(out, "field label not supported") {
+		t.Fatalf("an unknown field selector: %v\n%s", err, out)
+	}
+	// Orphan leaves the ReplicaSet; foreground waits for it to go.
+	poll.Until(t, "the deployment's replicaset", 30*time.Second, func() bool {
+		out, err := k.run("", "get", "replicasets", "-l", "app=web", "-o", "name")
+		return err == nil && strings.Contains(out, "replicaset.apps/web-")
+	})
+	k.must(`deployment.apps "web" deleted`, "", "delete", "deployment", "web", "--cascade=orphan")
+	k.must("replicaset.apps/web-", "", "get", "replicasets", "-l", "app=web", "-o", "name")
+	k.must("created", webManifest("1", "v1"), "apply", "-f", "-")
+	k.must(`deployment.apps "web" deleted`, "", "delete", "deployment", "web", "--cascade=foreground", "--wait=true")
+	k.must("", "", "wait", "--for=delete", "deployment/web", "--timeout=30s")
 }
