@@ -79,26 +79,32 @@ func (s *Service) podLog(w http.ResponseWriter, r *http.Request, ref *resourceRe
 		}
 		return newError(resp.StatusCode, reason, "%s", strings.TrimSpace(string(msg)))
 	}
+	streamLogTo(w, resp.Body, limit)
+	return nil
+}
+
+// streamLogTo copies a log to the client as it comes, flushing each part,
+// up to limit bytes when limit > 0.
+func streamLogTo(w http.ResponseWriter, log io.Reader, limit int64) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
 	buf := make([]byte, 32*1024)
-	var body io.Reader = resp.Body
 	if limit > 0 {
-		body = io.LimitReader(resp.Body, limit)
+		log = io.LimitReader(log, limit)
 	}
 	for {
-		n, err := body.Read(buf)
+		n, err := log.Read(buf)
 		if n > 0 {
 			if _, werr := w.Write(buf[:n]); werr != nil {
-				return nil
+				return
 			}
 			if flusher != nil {
 				flusher.Flush()
 			}
 		}
 		if err != nil {
-			return nil
+			return
 		}
 	}
 }
