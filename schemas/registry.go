@@ -85,6 +85,7 @@ var builtins = []builtin{
 	{"apps", "v1", "Deployment", "deployments", "deployment.yaml", []string{"deploy"}, true},
 	{"apps", "v1", "DaemonSet", "daemonsets", "daemonset.yaml", []string{"ds"}, true},
 	{"batch", "v1", "Job", "jobs", "job.yaml", nil, true},
+	{"coordination.k8s.io", "v1", "Lease", "leases", "lease.yaml", nil, true},
 	{"homeostat.io", "v1", "ResourceDefinition", "resourcedefinitions", "resourcedefinition.yaml", []string{"rd", "rds"}, false},
 	{"homeostat.io", "v1", "Token", "tokens", "token.yaml", nil, true},
 	{"rbac.authorization.k8s.io", "v1", "Role", "roles", "role.yaml", nil, true},

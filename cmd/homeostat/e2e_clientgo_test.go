@@ -23,6 +23,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/homeostat/homeostat/testenv/poll"
 	"github.com/homeostat/homeostat/testenv/tcpproxy"
@@ -249,3 +251,47 @@ func TestClientGoInformerOutlivesTheAPI(t *testing.T) {
 }
 
 func labelsEverything() labels.Selector { return labels.Everything() }
+
+// TestClientGoLeaderElection: client-go's leader election, as operators
+// run it, holds a coordination.k8s.io/v1 Lease: one candidate leads, and
+// when it steps down the other takes over.
+func TestClientGoLeaderElection(t *testing.T) {
+	s := startUp(t, t.TempDir(), "--no-agent")
+	cs, err := kubernetes.NewForConfig(restConfig(t, s.kubeconfig, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	leading := map[string]bool{}
+	run := func(ctx context.Context, id string) chan struct{} {
+		lock := &resourcelock.LeaseLock{LeaseMeta: metav1.ObjectMeta{Name: "operator", Namespace: "default"},
+			Client: cs.CoordinationV1(), LockConfig: resourcelock.ResourceLockConfig{Identity: id}}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+				Lock: lock, LeaseDuration: 4 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond,
+				ReleaseOnCancel: true,
+				Callbacks: leaderelection.LeaderCallbacks{
+					OnStartedLeading: func(context.Context) { mu.Lock(); leading[id] = true; mu.Unlock() },
+					OnStoppedLeading: func() { mu.Lock(); leading[id] = false; mu.Unlock() },
+				},
+			})
+		}()
+		return done
+	}
+	leads := func(id string) bool { mu.Lock(); defer mu.Unlock(); return leading[id] }
+	ctxA, stopA := context.WithCancel(context.Background())
+	doneA := run(ctxA, "a")
+	poll.Until(t, "a to lead", 30*time.Second, func() bool { return leads("a") })
+	ctxB, stopB := context.WithCancel(context.Background())
+	doneB := run(ctxB, "b")
+	defer func() { stopB(); <-doneB }()
+	stopA()
+	<-doneA
+	poll.Until(t, "b to take over once a steps down", 30*time.Second, func() bool { return leads("b") })
+	l, err := cs.CoordinationV1().Leases("default").Get(context.Background(), "operator", metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != "b" || l.Spec.LeaseTransitions == nil || *l.Spec.LeaseTransitions < 1 {
+		t.Fatalf("the lease: %v %+v", err, l)
+	}
+}

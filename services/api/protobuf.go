@@ -9,6 +9,7 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,7 +25,7 @@ const protobufType = "application/vnd.kubernetes.protobuf"
 var protoCodec = func() runtime.Decoder {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{authv1.AddToScheme, authzv1.AddToScheme, corev1.AddToScheme,
-		appsv1.AddToScheme, batchv1.AddToScheme, rbacv1.AddToScheme, autoscalingv1.AddToScheme} {
+		appsv1.AddToScheme, batchv1.AddToScheme, rbacv1.AddToScheme, autoscalingv1.AddToScheme, coordinationv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			panic(err) // a static registration: fails only if the types are broken
 		}
