@@ -41,6 +41,9 @@ type Meta struct {
 	Annotations                map[string]string `json:"annotations,omitempty"`
 	OwnerReferences            []OwnerReference  `json:"ownerReferences,omitempty"`
 	Finalizers                 []string          `json:"finalizers,omitempty"`
+	// ManagedFields record which field manager owns which fields, as
+	// server-side apply keeps them; the API alone reads and writes them.
+	ManagedFields json.RawMessage `json:"managedFields,omitempty"`
 }
 
 // OwnerReference points from a dependent to the object that owns it.
@@ -149,6 +152,9 @@ func (o *Object) Clone() *Object {
 	}
 	if o.Metadata.Finalizers != nil {
 		m.Finalizers = append([]string(nil), o.Metadata.Finalizers...)
+	}
+	if o.Metadata.ManagedFields != nil {
+		m.ManagedFields = append(json.RawMessage(nil), o.Metadata.ManagedFields...)
 	}
 	if o.Metadata.DeletionTimestamp != nil {
 		t := *o.Metadata.DeletionTimestamp

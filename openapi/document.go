@@ -163,3 +163,7 @@ func (d *Documents) V2Protobuf() ([]byte, error) {
 	})
 	return d.v2pbData, d.v2pbErr
 }
+
+// Schemas are every named schema, for what walks the kinds' types
+// (structured-merge-diff's type converter); read them, never change them.
+func (d *Documents) Schemas() map[string]*spec.Schema { return d.schemas }

@@ -14,14 +14,15 @@ const (
 	JSONPatch           = "application/json-patch+json"
 	MergePatch          = "application/merge-patch+json"
 	StrategicMergePatch = "application/strategic-merge-patch+json"
+	ApplyPatch          = "application/apply-patch+yaml"
 )
 
 // PatchTypes lists the patch media types a resource takes.
 func PatchTypes(res *schemas.Resource) []string {
 	if res.Custom {
-		return []string{JSONPatch, MergePatch}
+		return []string{JSONPatch, MergePatch, ApplyPatch}
 	}
-	return []string{JSONPatch, MergePatch, StrategicMergePatch}
+	return []string{JSONPatch, MergePatch, StrategicMergePatch, ApplyPatch}
 }
 
 // operation is one HTTP method on one path, before it is rendered for v2

@@ -315,3 +315,23 @@ func TestKubectlEditReplaceWaitDelete(t *testing.T) {
 	k.must(`deployment.apps "web" deleted`, "", "delete", "deployment", "web", "--cascade=foreground", "--wait=true")
 	k.must("", "", "wait", "--for=delete", "deployment/web", "--timeout=30s")
 }
+
+// TestKubectlServerSideApply: kubectl apply --server-side creates and
+// configures, conflicts with a field another manager set (naming it), and
+// takes it with --force-conflicts.
+func TestKubectlServerSideApply(t *testing.T) {
+	s := startUp(t, t.TempDir(), "--no-agent")
+	k := newKubectl(t, s)
+	k.must("deployment.apps/web serverside-applied", webManifest("2", "v1"), "apply", "--server-side", "-f", "-")
+	k.must("deployment.apps/web patched", "", "patch", "deployment", "web", "-p", `{"spec":{"replicas":4}}`)
+	out, err := k.run(webManifest("2", "v2"), "apply", "--server-side", "-f", "-")
+	if err == nil || !strings.Contains(out, `conflict with "kubectl-patch"`) || !strings.Contains(out, ".spec.replicas") {
+		t.Fatalf("an apply over another manager's field: %v\n%s", err, out)
+	}
+	k.must("deployment.apps/web serverside-applied", webManifest("2", "v2"), "apply", "--server-side", "--force-conflicts", "-f", "-")
+	got := k.must("", "", "get", "deployment", "web", "-o", "jsonpath={.spec.replicas} {.spec.template.spec.containers[0].image}")
+	if got != "2 v2" {
+		t.Fatalf("after the forced apply: %q", got)
+	}
+	k.must("manager: kubectl", "", "get", "deployment", "web", "-o", "yaml", "--show-managed-fields")
+}

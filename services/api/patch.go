@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/mergepatch"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
+	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/openapi"
 	"github.com/homeostat/homeostat/schemas"
@@ -29,28 +30,27 @@ func (s *Service) patch(w http.ResponseWriter, r *http.Request, ref *resourceRef
 	// version on conflict until it lands, as in Kubernetes.
 	for attempt := 0; ; attempt++ {
 		cur, err := ref.store.Get(r.Context(), ref.key())
-		if err != nil {
+		creating := errors.Is(err, bus.ErrNotFound) && mt == openapi.ApplyPatch
+		switch {
+		case creating:
+			// An apply of what is not there yet creates it.
+			cur = &object.Object{APIVersion: ref.res.APIVersion(), Kind: ref.res.Kind, Metadata: object.Meta{Name: ref.name, Namespace: ref.namespace}}
+		case err != nil:
 			return storeError(ref, ref.name, err)
 		}
-		doc, e := s.applyPatch(ref, mt, cur, data)
+		in, e := s.patchedObject(w, r, ref, mt, cur, data)
 		if e != nil {
 			return e
 		}
-		var dups []string
-		if mt != openapi.JSONPatch {
-			dups = schemas.DuplicateFields(data)
-		}
-		if e := s.checkFields(w, r, ref, doc, dups); e != nil {
+		opts := writeOpts{dry: dry, applied: mt == openapi.ApplyPatch}
+		if creating {
+			e := s.insert(w, r, ref, in, opts)
+			if e != nil && e.reason == object.ReasonAlreadyExists && r.Context().Err() == nil {
+				continue // created meanwhile: apply over it
+			}
 			return e
 		}
-		if e := normalize(ref, doc); e != nil {
-			return e
-		}
-		in, e := toObject(doc)
-		if e != nil {
-			return e
-		}
-		out, e := s.replace(r, ref, cur, in, dry)
+		out, e := s.replace(r, ref, cur, in, opts)
 		if e != nil && e.reason == object.ReasonConflict && !conditional && r.Context().Err() == nil {
 			conflictPause(r.Context(), attempt)
 			continue
@@ -63,6 +63,32 @@ func (s *Service) patch(w http.ResponseWriter, r *http.Request, ref *resourceRef
 	}
 }
 
+// patchedObject applies a patch to cur and reads the result as an object
+// of the request's kind, its fields checked.
+func (s *Service) patchedObject(w http.ResponseWriter, r *http.Request, ref *resourceRef, mt string, cur *object.Object, data []byte) (*object.Object, *apiError) {
+	var doc map[string]any
+	var e *apiError
+	if mt == openapi.ApplyPatch {
+		doc, e = s.serverSideApply(r, ref, cur, data)
+	} else {
+		doc, e = s.applyPatch(ref, mt, cur, data)
+	}
+	if e != nil {
+		return nil, e
+	}
+	var dups []string
+	if mt != openapi.JSONPatch {
+		dups = schemas.DuplicateFields(data)
+	}
+	if e := s.checkFields(w, r, ref, doc, dups); e != nil {
+		return nil, e
+	}
+	if e := normalize(ref, doc); e != nil {
+		return nil, e
+	}
+	return toObject(doc)
+}
+
 // readPatch reads a patch of one of the given media types and reports
 // whether it names a resourceVersion (a precondition).
 func (s *Service) readPatch(r *http.Request, types []string) (string, []byte, bool, *apiError) {
@@ -73,6 +99,11 @@ func (s *Service) readPatch(r *http.Request, types []string) (string, []byte, bo
 	data, mt, e := s.readBodyAs(r, allowed, strings.Join(types, ", "))
 	if e != nil {
 		return "", nil, false, e
+	}
+	if mt == openapi.ApplyPatch {
+		if data, e = asJSON(data, "application/yaml"); e != nil {
+			return "", nil, false, e
+		}
 	}
 	conditional, e := patchNamesVersion(mt, data)
 	return mt, data, conditional, e

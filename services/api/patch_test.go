@@ -92,7 +92,8 @@ func TestPatchTypes(t *testing.T) {
 		{"json patch of a missing path", jsonp, `[{"op":"replace","path":"/spec/nothing/here","value":1}]`, http.StatusUnprocessableEntity, nil},
 		{"strategic patch to an invalid object", smp, `{"spec":{"replicas":-1}}`, http.StatusUnprocessableEntity, nil},
 		{"strategic patch that is not JSON", smp, `{"spec":`, http.StatusBadRequest, nil},
-		{"server-side apply is not taken yet", "application/apply-patch+yaml", `{}`, http.StatusUnsupportedMediaType, nil},
+		{"an apply names its field manager", "application/apply-patch+yaml", `{}`, http.StatusBadRequest, nil},
+		{"a patch type the API does not take", "application/x-bson", `{}`, http.StatusUnsupportedMediaType, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

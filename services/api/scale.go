@@ -150,7 +150,7 @@ func (s *Service) setScale(w http.ResponseWriter, r *http.Request, ref *resource
 		}
 		spec["replicas"] = in.Spec.Replicas
 		n.Spec, _ = json.Marshal(spec)
-		out, e := s.replace(r, ref, cur, n, dry)
+		out, e := s.replace(r, ref, cur, n, writeOpts{dry: dry})
 		if e != nil && e.reason == object.ReasonConflict && !conditional && r.Context().Err() == nil {
 			conflictPause(r.Context(), attempt)
 			continue

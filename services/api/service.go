@@ -107,6 +107,8 @@ type Service struct {
 	agents *http.Client
 	// openapi derives the OpenAPI documents and patch metadata from reg.
 	openapi *openapi.Cache
+	// fields are the field managers of server-side apply.
+	fields fieldManagers
 }
 
 // requestTimeout bounds a request that is not a watch or a log stream.

@@ -47,10 +47,25 @@ func (s *Service) readObject(w http.ResponseWriter, r *http.Request, ref *resour
 	return o, dry, e
 }
 
+// writeOpts say how a write is made: as a dry run, and whether its
+// managed fields are made already (by an apply) or still to be tracked.
+type writeOpts struct {
+	dry, applied bool
+}
+
 func (s *Service) create(w http.ResponseWriter, r *http.Request, ref *resourceRef) *apiError {
 	o, dry, e := s.readObject(w, r, ref)
 	if e != nil {
 		return e
+	}
+	return s.insert(w, r, ref, o, writeOpts{dry: dry})
+}
+
+// insert creates o, read from a create or made by an apply.
+func (s *Service) insert(w http.ResponseWriter, r *http.Request, ref *resourceRef, o *object.Object, opts writeOpts) *apiError {
+	dry := opts.dry
+	if !opts.applied {
+		o = s.trackUpdate(r, ref, &object.Object{APIVersion: o.APIVersion, Kind: o.Kind}, o)
 	}
 	if o.Metadata.Name == "" && o.Metadata.GenerateName == "" {
 		return invalidField(ref, "", "metadata.name", "required", "metadata.name or metadata.generateName is required")
@@ -74,7 +89,8 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request, ref *resourceRe
 	}
 	o.Metadata.UID, o.Metadata.Generation = "", 0
 	o.Metadata.DeletionTimestamp, o.Metadata.DeletionGracePeriodSeconds = nil, nil
-	if o, e = check(ref, o); e != nil {
+	o, e := check(ref, o)
+	if e != nil {
 		return e
 	}
 	if e := s.admitRBAC(r.Context(), ref, o, nil); e != nil {
@@ -111,7 +127,7 @@ func (s *Service) update(w http.ResponseWriter, r *http.Request, ref *resourceRe
 		if err != nil {
 			return storeError(ref, ref.name, err)
 		}
-		out, e := s.replace(r, ref, cur, in.Clone(), dry)
+		out, e := s.replace(r, ref, cur, in.Clone(), writeOpts{dry: dry})
 		if e != nil && e.reason == object.ReasonConflict && unconditional && r.Context().Err() == nil {
 			conflictPause(r.Context(), attempt)
 			continue
@@ -134,7 +150,8 @@ func conflictPause(ctx context.Context, attempt int) {
 // replace writes in over cur: the whole object but its status, or only the
 // status on the status subresource. An empty resourceVersion means "the
 // latest", as Kubernetes allows for an unconditional update.
-func (s *Service) replace(r *http.Request, ref *resourceRef, cur, in *object.Object, dry bool) (*object.Object, *apiError) {
+func (s *Service) replace(r *http.Request, ref *resourceRef, cur, in *object.Object, opts writeOpts) (*object.Object, *apiError) {
+	dry := opts.dry
 	n := in
 	if ref.sub == "status" {
 		n = cur.Clone()
@@ -153,6 +170,9 @@ func (s *Service) replace(r *http.Request, ref *resourceRef, cur, in *object.Obj
 	}
 	if n.Metadata.UID != "" && n.Metadata.UID != cur.Metadata.UID {
 		return nil, storeError(ref, ref.name, bus.ErrConflict)
+	}
+	if !opts.applied {
+		n = s.trackUpdate(r, ref, cur, n)
 	}
 	n, e := check(ref, n)
 	if e != nil {
