@@ -334,4 +334,10 @@ func TestKubectlServerSideApply(t *testing.T) {
 		t.Fatalf("after the forced apply: %q", got)
 	}
 	k.must("manager: kubectl", "", "get", "deployment", "web", "-o", "yaml", "--show-managed-fields")
+	// A scale is recorded too: the next apply of other replicas conflicts.
+	k.must("deployment.apps/web scaled", "", "scale", "deployment", "web", "--replicas=3")
+	out, err = k.run(webManifest("2", "v2"), "apply", "--server-side", "-f", "-")
+	if err == nil || !strings.Contains(out, "conflict with \"kubectl\"") || !strings.Contains(out, ".spec.replicas") {
+		t.Fatalf("an apply over a scale: %v\n%s", err, out)
+	}
 }

@@ -136,7 +136,9 @@ func managerOf(r *http.Request) string {
 // object for a create). A write the field manager cannot type keeps the
 // managed fields it had: tracking must never refuse a write the schema took.
 func (s *Service) trackUpdate(r *http.Request, ref *resourceRef, live, n *object.Object) *object.Object {
-	if ref.sub != "" {
+	// The status subresource is not tracked; a scale is, as the change of
+	// the parent's replicas it is.
+	if ref.sub != "" && ref.sub != "scale" {
 		return n
 	}
 	fm, e := s.fieldManager(ref)
