@@ -36,7 +36,7 @@ func newConverter() *converter {
 func (c *converter) kind(res *schemas.Resource) (string, error) {
 	root, docs := res.Source()
 	maps.Copy(c.docs, docs)
-	name := KindSchemaName(res)
+	name := kindSchemaName(res)
 	c.names[root] = name
 	doc, ok := docs[root]
 	if !ok {
@@ -51,9 +51,9 @@ func (c *converter) kind(res *schemas.Resource) (string, error) {
 	return name, nil
 }
 
-// KindSchemaName names a kind's schema as Kubernetes does: the group
+// kindSchemaName names a kind's schema as Kubernetes does: the group
 // reversed, then version and kind (io.k8s.api.apps.v1.Deployment there).
-func KindSchemaName(res *schemas.Resource) string {
+func kindSchemaName(res *schemas.Resource) string {
 	group := res.Group
 	if group == "" {
 		group = "core"

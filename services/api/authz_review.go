@@ -50,7 +50,7 @@ func (s *Service) review(kind string) http.HandlerFunc {
 			writeStatus(w, s.log, e)
 			return
 		}
-		data, _, e := s.readKubeBody(r)
+		data, _, e := s.readKubeBody(r, true)
 		if e != nil {
 			writeStatus(w, s.log, e)
 			return

@@ -12,13 +12,19 @@ import (
 	"github.com/homeostat/homeostat/schemas"
 )
 
-// readKubeBody reads a body of JSON, YAML or protobuf (in Kubernetes' own
-// types, as typed clients send built-in kinds) as JSON, and says whether
-// it came as text, whose duplicate keys can still be found.
-func (s *Service) readKubeBody(r *http.Request) ([]byte, bool, *apiError) {
+// readKubeBody reads a body of JSON, YAML or, where proto is true,
+// protobuf (in Kubernetes' own types, as typed clients send built-in
+// kinds) as JSON, and says whether it came as text, whose duplicate keys
+// can still be found. Without proto, protobuf is a 415 as for any other
+// media type the resource does not take (custom kinds, as in Kubernetes).
+func (s *Service) readKubeBody(r *http.Request, proto bool) ([]byte, bool, *apiError) {
 	allowed := map[string]bool{"application/json": true, "application/yaml": true, "application/x-yaml": true,
-		"text/yaml": true, protobufType: true}
-	data, mt, e := s.readBodyAs(r, allowed, "application/json, application/yaml or "+protobufType)
+		"text/yaml": true, protobufType: proto}
+	want := "application/json or application/yaml"
+	if proto {
+		want = "application/json, application/yaml or " + protobufType
+	}
+	data, mt, e := s.readBodyAs(r, allowed, want)
 	if e != nil {
 		return nil, false, e
 	}

@@ -51,8 +51,7 @@ func (s *Service) patch(w http.ResponseWriter, r *http.Request, ref *resourceRef
 			return e
 		}
 		out, e := s.replace(r, ref, cur, in, opts)
-		if e != nil && e.reason == object.ReasonConflict && !conditional && r.Context().Err() == nil {
-			conflictPause(r.Context(), attempt)
+		if retryConflict(r, e, !conditional, attempt) {
 			continue
 		}
 		if e != nil {

@@ -125,13 +125,16 @@ func TestPatchTypes(t *testing.T) {
 }
 
 // Kubernetes refuses strategic merge patch for custom kinds, which have no
-// patch strategies: kubectl then falls back to a merge patch.
-func TestCustomKindsRefuseStrategicMergePatch(t *testing.T) {
+// patch strategies (kubectl then falls back to a merge patch), and protobuf.
+func TestCustomKindsRefuseStrategicMergePatchAndProtobuf(t *testing.T) {
 	base := startAPI(t, conn(t))
 	mustCode(t, call(t, "POST", base+"/apis/homeostat.io/v1/resourcedefinitions", "application/yaml", widgetDef), http.StatusCreated, "")
 	widgets := base + "/apis/example.com/v1/namespaces/default/widgets"
 	mustCode(t, call(t, "POST", widgets, "", `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":2}}`), http.StatusCreated, "")
 	mustCode(t, call(t, "PATCH", widgets+"/w", "application/strategic-merge-patch+json", `{"spec":{"size":3}}`),
+		http.StatusUnsupportedMediaType, object.ReasonUnsupportedMediaType)
+	// Nor do they take protobuf, which has no type for them.
+	mustCode(t, call(t, "POST", widgets, "application/vnd.kubernetes.protobuf; charset=binary", "k8s\x00"),
 		http.StatusUnsupportedMediaType, object.ReasonUnsupportedMediaType)
 	r := call(t, "PATCH", widgets+"/w", "application/json-patch+json", `[{"op":"replace","path":"/spec/size","value":3}]`)
 	mustCode(t, r, http.StatusOK, "")

@@ -85,7 +85,7 @@ func (s *Service) scaleSubresource(w http.ResponseWriter, r *http.Request, ref *
 		writeJSON(w, http.StatusOK, sc)
 		return nil
 	case http.MethodPut:
-		data, _, e := s.readKubeBody(r)
+		data, _, e := s.readKubeBody(r, true)
 		if e != nil {
 			return e
 		}
@@ -151,8 +151,7 @@ func (s *Service) setScale(w http.ResponseWriter, r *http.Request, ref *resource
 		spec["replicas"] = in.Spec.Replicas
 		n.Spec, _ = json.Marshal(spec)
 		out, e := s.replace(r, ref, cur, n, writeOpts{dry: dry})
-		if e != nil && e.reason == object.ReasonConflict && !conditional && r.Context().Err() == nil {
-			conflictPause(r.Context(), attempt)
+		if retryConflict(r, e, !conditional, attempt) {
 			continue
 		}
 		if e != nil {

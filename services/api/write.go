@@ -21,11 +21,7 @@ func (s *Service) readObject(w http.ResponseWriter, r *http.Request, ref *resour
 	if e != nil {
 		return nil, false, e
 	}
-	if ref.res.Custom && r.Header.Get("Content-Type") == protobufType {
-		return nil, false, newError(http.StatusUnsupportedMediaType, object.ReasonUnsupportedMediaType,
-			"custom kinds take application/json or application/yaml, not %s", protobufType)
-	}
-	data, text, e := s.readKubeBody(r)
+	data, text, e := s.readKubeBody(r, !ref.res.Custom)
 	if e != nil {
 		return nil, false, e
 	}
@@ -128,8 +124,7 @@ func (s *Service) update(w http.ResponseWriter, r *http.Request, ref *resourceRe
 			return storeError(ref, ref.name, err)
 		}
 		out, e := s.replace(r, ref, cur, in.Clone(), writeOpts{dry: dry})
-		if e != nil && e.reason == object.ReasonConflict && unconditional && r.Context().Err() == nil {
-			conflictPause(r.Context(), attempt)
+		if retryConflict(r, e, unconditional, attempt) {
 			continue
 		}
 		if e != nil {
@@ -138,6 +133,18 @@ func (s *Service) update(w http.ResponseWriter, r *http.Request, ref *resourceRe
 		writeJSON(w, http.StatusOK, out)
 		return nil
 	}
+}
+
+// retryConflict says whether a write that met a conflict is made again on
+// the latest version, which an unconditional write (one that named no
+// resourceVersion) is, as in Kubernetes; it pauses first when conflicts
+// repeat.
+func retryConflict(r *http.Request, e *apiError, unconditional bool, attempt int) bool {
+	if e == nil || e.reason != object.ReasonConflict || !unconditional || r.Context().Err() != nil {
+		return false
+	}
+	conflictPause(r.Context(), attempt)
+	return true
 }
 
 // conflictPause spreads out retries after repeated conflicts on one key.
@@ -208,7 +215,7 @@ func (s *Service) delete(w http.ResponseWriter, r *http.Request, ref *resourceRe
 		} `json:"preconditions"`
 	}
 	if r.ContentLength != 0 && r.Body != nil {
-		data, _, e := s.readKubeBody(r)
+		data, _, e := s.readKubeBody(r, true)
 		if e == nil {
 			if err := json.Unmarshal(data, &body); err != nil {
 				return badRequest("the delete options are not valid JSON: %v", err)
