@@ -3,6 +3,7 @@ package main_test
 import (
 	"context"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -120,7 +121,7 @@ func TestClientGoTypedAndDynamic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.must(widgetDefinition, "apply", "-f", "-")
+	s.must("", "apply", "-f", filepath.Join("..", "..", "examples", "04-widget-kind.yaml"))
 	widgets := dyn.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}).Namespace("default")
 	w := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
 		"metadata": map[string]any{"name": "w1"}, "spec": map[string]any{"size": int64(2)}}}
@@ -144,22 +145,6 @@ func TestClientGoTypedAndDynamic(t *testing.T) {
 	}
 }
 
-const widgetDefinition = `apiVersion: homeostat.io/v1
-kind: ResourceDefinition
-metadata: {name: widgets.example.com}
-spec:
-  group: example.com
-  version: v1
-  kind: Widget
-  plural: widgets
-  schema:
-    type: object
-    properties:
-      spec:
-        type: object
-        properties:
-          size: {type: integer}
-`
 
 // seen records the names an informer's handlers were told of.
 type seen struct {

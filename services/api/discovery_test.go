@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"testing"
 
@@ -22,16 +21,7 @@ func TestAggregatedDiscovery(t *testing.T) {
 		if etag != "" {
 			req.Header.Set("If-None-Match", etag)
 		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp, b
+		return roundTrip(t, hc, req)
 	}
 	const accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 	resp, body := get("/apis", accept, "")

@@ -112,15 +112,7 @@ func callAs(t *testing.T, hc *http.Client, token, method, url, contentType, body
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, b := roundTrip(t, hc, req)
 	r := response{code: resp.StatusCode, header: resp.Header, body: b}
 	if resp.StatusCode/100 != 2 {
 		if err := json.Unmarshal(b, &r.status); err != nil || r.status.Kind != "Status" {
@@ -130,6 +122,21 @@ func callAs(t *testing.T, hc *http.Client, token, method, url, contentType, body
 		_ = json.Unmarshal(b, &r.obj)
 	}
 	return r
+}
+
+// roundTrip makes a request and reads the whole answer.
+func roundTrip(t *testing.T, hc *http.Client, req *http.Request) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
 }
 
 func mustCode(t *testing.T, r response, code int, reason string) {
