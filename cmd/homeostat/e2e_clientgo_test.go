@@ -145,7 +145,6 @@ func TestClientGoTypedAndDynamic(t *testing.T) {
 	}
 }
 
-
 // seen records the names an informer's handlers were told of.
 type seen struct {
 	mu    sync.Mutex
