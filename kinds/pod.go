@@ -26,6 +26,7 @@ type PodSpec struct {
 	Priority                      *int32                     `json:"priority,omitempty"`
 	Hostname                      string                     `json:"hostname,omitempty"`
 	SecurityContext               *SecurityContext           `json:"securityContext,omitempty"`
+	Volumes                       []Volume                   `json:"volumes,omitempty"`
 }
 
 // SecurityContext says whom a container's process runs as; a container's
@@ -50,6 +51,8 @@ type Container struct {
 	Command        []string             `json:"command"`
 	Args           []string             `json:"args,omitempty"`
 	Env            []EnvVar             `json:"env,omitempty"`
+	EnvFrom        []EnvFromSource      `json:"envFrom,omitempty"`
+	VolumeMounts   []VolumeMount        `json:"volumeMounts,omitempty"`
 	WorkingDir     string               `json:"workingDir,omitempty"`
 	Ports          []ContainerPort      `json:"ports,omitempty"`
 	Resources      ResourceRequirements `json:"resources,omitzero"`
@@ -60,10 +63,11 @@ type Container struct {
 	SecurityContext *SecurityContext `json:"securityContext,omitempty"`
 }
 
-// EnvVar is one environment variable.
+// EnvVar is one environment variable: a value, or where to find it.
 type EnvVar struct {
-	Name  string `json:"name"`
-	Value string `json:"value,omitempty"`
+	Name      string        `json:"name"`
+	Value     string        `json:"value,omitempty"`
+	ValueFrom *EnvVarSource `json:"valueFrom,omitempty"`
 }
 
 // ContainerPort is a port a container listens on.

@@ -44,7 +44,7 @@ func Defaults() (roles, bindings []*object.Object) {
 		role("view", to("edit"), nil, "view"),
 		role("system:aggregate-to-view", to("view"), []PolicyRule{
 			{Verbs: read, APIGroups: []string{""}, Resources: []string{"pods", "pods/log", "pods/status", "events",
-				"namespaces", "namespaces/status", "serviceaccounts"}},
+				"namespaces", "namespaces/status", "serviceaccounts", "configmaps"}},
 			{Verbs: read, APIGroups: []string{"apps"}, Resources: []string{"deployments", "deployments/status",
 				"replicasets", "replicasets/status", "daemonsets", "daemonsets/status"}},
 			{Verbs: read, APIGroups: []string{"batch"}, Resources: []string{"jobs", "jobs/status"}},
@@ -52,7 +52,9 @@ func Defaults() (roles, bindings []*object.Object) {
 			{Verbs: []string{"get"}, APIGroups: []string{"homeostat.io"}, Resources: []string{"traces"}},
 		}, ""),
 		role("system:aggregate-to-edit", to("edit"), []PolicyRule{
-			{Verbs: write, APIGroups: []string{""}, Resources: []string{"pods", "serviceaccounts"}},
+			// Secrets are edit's, not view's: reading one is holding what it guards.
+			{Verbs: write, APIGroups: []string{""}, Resources: []string{"pods", "serviceaccounts", "configmaps", "secrets"}},
+			{Verbs: read, APIGroups: []string{""}, Resources: []string{"secrets"}},
 			{Verbs: []string{"create"}, APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}},
 			{Verbs: write, APIGroups: []string{"apps"}, Resources: []string{"deployments", "replicasets", "daemonsets"}},
 			{Verbs: write, APIGroups: []string{"batch"}, Resources: []string{"jobs"}},

@@ -18,6 +18,8 @@ var semanticChecks = map[string]func(map[string]any) []Cause{
 	"ResourceDefinition": definitionChecks,
 	"Role":               roleChecks,
 	"ClusterRole":        roleChecks,
+	"ConfigMap":          configMapChecks,
+	"Secret":             secretChecks,
 }
 
 // roleChecks: a rule names resources (with their groups) or paths, not
@@ -79,9 +81,10 @@ func podSpecChecks(spec map[string]any, at string) []Cause {
 			}
 			seen[name] = true
 			out = append(out, probeChecks(cm, fmt.Sprintf("%s.%s[%d]", at, list, i))...)
+			out = append(out, envChecks(cm, fmt.Sprintf("%s.%s[%d]", at, list, i))...)
 		}
 	}
-	return out
+	return append(out, volumeChecks(spec, at)...)
 }
 
 func probeChecks(c map[string]any, at string) []Cause {

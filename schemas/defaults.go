@@ -8,10 +8,14 @@ import (
 // Default fills absent fields that the schema gives a default, recursing
 // through properties, additionalProperties, items, allOf and $ref. Defaults
 // go only where the parent object exists, as in Kubernetes' structural
-// schemas, so an absent optional section stays absent.
+// schemas, so an absent optional section stays absent. A Secret's
+// stringData is folded into data here too, before validation.
 func (r *Resource) Default(doc any) {
 	d := defaulter{docs: r.docs}
 	d.apply(doc, d.resolve(r.root, ""), r.root, 0)
+	if m, ok := doc.(map[string]any); ok && r.Kind == "Secret" && r.Group == "" {
+		foldStringData(m)
+	}
 }
 
 type defaulter struct{ docs map[string]any }

@@ -81,6 +81,8 @@ var builtins = []builtin{
 	{"", "v1", "Pod", "pods", "pod.yaml", []string{"po"}, true},
 	{"", "v1", "Event", "events", "event.yaml", []string{"ev"}, true},
 	{"", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount.yaml", []string{"sa"}, true},
+	{"", "v1", "ConfigMap", "configmaps", "configmap.yaml", []string{"cm"}, true},
+	{"", "v1", "Secret", "secrets", "secret.yaml", nil, true},
 	{"apps", "v1", "ReplicaSet", "replicasets", "replicaset.yaml", []string{"rs"}, true},
 	{"apps", "v1", "Deployment", "deployments", "deployment.yaml", []string{"deploy"}, true},
 	{"apps", "v1", "DaemonSet", "daemonsets", "daemonset.yaml", []string{"ds"}, true},

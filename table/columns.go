@@ -175,6 +175,10 @@ func clusterColumns(kind string) []Column {
 		}), ageCol}
 	case "Event":
 		return eventColumns
+	case "ConfigMap":
+		return []Column{nameCol, dataCount, ageCol}
+	case "Secret":
+		return []Column{nameCol, text("Type", 0, func(_ *object.Object, d map[string]any) string { return Str(d, "type") }), dataCount, ageCol}
 	case "ResourceDefinition":
 		return []Column{nameCol, text("Kind", 0, func(_ *object.Object, d map[string]any) string { return Str(d, "spec", "kind") }),
 			text("Scope", 0, func(_ *object.Object, d map[string]any) string { return Str(d, "spec", "scope") }), ageCol}
@@ -186,6 +190,13 @@ func clusterColumns(kind string) []Column {
 	}
 	return nil
 }
+
+// dataCount counts a ConfigMap's or Secret's keys.
+var dataCount = Column{Name: "Data", Type: "integer", Cell: func(_ *object.Object, d map[string]any) any {
+	data, _ := Field(d, "data").(map[string]any)
+	bin, _ := Field(d, "binaryData").(map[string]any)
+	return int64(len(data) + len(bin))
+}}
 
 func mapText(v any) string {
 	m, _ := v.(map[string]any)

@@ -46,9 +46,10 @@ func invalid(res *resourceRef, inv *schemas.Invalid) *apiError {
 	details := &object.StatusDetails{Name: inv.Name, Group: res.group, Kind: res.kind()}
 	msgs := make([]string, 0, len(inv.Causes))
 	for _, c := range inv.Causes {
-		msg := fmt.Sprintf("%s: %s", c.Field, c.Message)
-		details.Causes = append(details.Causes, object.StatusCause{Type: c.Rule, Field: c.Field, Message: msg})
-		msgs = append(msgs, msg)
+		// A cause's message leaves its field out, as Kubernetes' does:
+		// kubectl prints each cause as "field: message".
+		details.Causes = append(details.Causes, object.StatusCause{Type: c.Rule, Field: c.Field, Message: c.Message})
+		msgs = append(msgs, fmt.Sprintf("%s: %s", c.Field, c.Message))
 	}
 	// The message names every failing field too, as Kubernetes' does,
 	// since most clients print only the message.

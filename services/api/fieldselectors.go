@@ -32,6 +32,8 @@ func selectableFields(res *schemas.Resource) map[string]string {
 		more = []string{"status.replicas"}
 	case "Job":
 		fields["status.successful"] = "status.succeeded"
+	case "Secret":
+		more = []string{"type"}
 	}
 	for _, f := range more {
 		fields[f] = f

@@ -25,6 +25,8 @@ var kubeTypes = map[string]reflect.Type{
 	"v1/Node":                           reflect.TypeFor[corev1.Node](),
 	"v1/Event":                          reflect.TypeFor[corev1.Event](),
 	"v1/ServiceAccount":                 reflect.TypeFor[corev1.ServiceAccount](),
+	"v1/ConfigMap":                      reflect.TypeFor[corev1.ConfigMap](),
+	"v1/Secret":                         reflect.TypeFor[corev1.Secret](),
 	"apps/v1/Deployment":                reflect.TypeFor[appsv1.Deployment](),
 	"apps/v1/ReplicaSet":                reflect.TypeFor[appsv1.ReplicaSet](),
 	"apps/v1/DaemonSet":                 reflect.TypeFor[appsv1.DaemonSet](),

@@ -185,6 +185,9 @@ func (s *Service) replace(r *http.Request, ref *resourceRef, cur, in *object.Obj
 	if e != nil {
 		return nil, e
 	}
+	if e := immutableConfig(ref, n, cur); e != nil {
+		return nil, e
+	}
 	if e := s.admitRBAC(r.Context(), ref, n, cur); e != nil {
 		return nil, e
 	}
