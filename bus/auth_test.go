@@ -208,7 +208,9 @@ func attackAsNode1(t *testing.T, url string, creds []byte) {
 		"$JS.API.STREAM.PURGE.KV_hs_pods", "$JS.API.STREAM.MSG.DELETE.KV_hs_pods",
 		"$JS.API.CONSUMER.DURABLE.CREATE.KV_hs_pods.evil", "$JS.API.CONSUMER.CREATE.WQ_deployments.evil",
 		"$JS.ACK.WQ_deployments.x.1.1.1.1.0", "hs.relay.n2.pods",
-		// Nor may it read what an agent has no use for: RBAC, tokens, audit.
+		// Nor may it read what an agent has no use for: RBAC, tokens, audit,
+		// and Secrets, which it gets through the relay, for its own pods.
+		"$JS.API.DIRECT.GET.KV_hs_secrets", "$JS.API.STREAM.MSG.GET.KV_hs_secrets", "$JS.API.CONSUMER.CREATE.KV_hs_secrets.x",
 		"$JS.API.DIRECT.GET.KV_hs_roles_rbac_authorization_k8s_io", "$JS.API.STREAM.MSG.GET.KV_hs_serviceaccounts",
 		"$JS.API.CONSUMER.CREATE.HS_AUDIT.x", "$JS.API.STREAM.INFO.HS_AUDIT",
 	}
@@ -254,6 +256,7 @@ func seedOwners(t *testing.T, server *bus.Conn) map[string]*bus.Store {
 		{Resource: "replicasets.apps", Kind: "ReplicaSet", Namespaced: true},
 		{Resource: "roles.rbac.authorization.k8s.io", Kind: "Role", Namespaced: true},
 		{Resource: "clusterrolebindings.rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"},
+		{Resource: "secrets", Kind: "Secret", Namespaced: true},
 	} {
 		st, err := server.Store(ctx, s)
 		if err != nil {
@@ -267,8 +270,8 @@ func seedOwners(t *testing.T, server *bus.Conn) map[string]*bus.Store {
 	}{
 		{"nodes", "v1", "Node", "", "n1", nil},
 		{"nodes", "v1", "Node", "", "n2", nil},
-		{"pods", "v1", "Pod", "default", "mine", map[string]any{"nodeName": "n1"}},
-		{"pods", "v1", "Pod", "default", "theirs", map[string]any{"nodeName": "n2"}},
+		{"pods", "v1", "Pod", "default", "mine", map[string]any{"nodeName": "n1", "volumes": secretVolume}},
+		{"pods", "v1", "Pod", "default", "theirs", map[string]any{"nodeName": "n2", "volumes": secretVolume}},
 		{"deployments.apps", "apps/v1", "Deployment", "default", "d", map[string]any{"replicas": 1}},
 		{"replicasets.apps", "apps/v1", "ReplicaSet", "default", "rs", map[string]any{"replicas": 1}},
 		{"roles.rbac.authorization.k8s.io", "rbac.authorization.k8s.io/v1", "Role", "default", "r", nil},
@@ -284,8 +287,20 @@ func seedOwners(t *testing.T, server *bus.Conn) map[string]*bus.Store {
 			t.Fatal(err)
 		}
 	}
+	for _, name := range []string{"s", "unused"} {
+		sec := &object.Object{APIVersion: "v1", Kind: "Secret", Metadata: object.Meta{Namespace: "default", Name: name}}
+		if err := sec.SetField("data", map[string]string{"k": "dg=="}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := stores["secrets"].Create(ctx, sec); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return stores
 }
+
+// secretVolume makes a pod refer to Secret s.
+var secretVolume = []any{map[string]any{"name": "v", "secret": map[string]any{"secretName": "s"}}}
 
 // nodeAgentDoesItsWork checks that node n1's credentials suffice for its
 // agent's work, and that the relay refuses what is not n1's.
@@ -341,10 +356,17 @@ func nodeAgentDoesItsWork(t *testing.T, agent *bus.Conn) {
 		if err := w.Remove(ctx, key, p.Metadata.UID); !errors.Is(err, bus.ErrForbidden) {
 			t.Fatalf("removing %s, not being deleted: %v, want forbidden", key, err)
 		}
+		cfg, err := w.PodConfig(ctx, p)
+		switch {
+		case key == "default.mine" && (err != nil || len(cfg.Secrets) != 1 || cfg.Secrets["s"] == nil):
+			t.Fatalf("its own pod's Secrets through the relay: %v %+v, want s alone", err, cfg)
+		case key == "default.theirs" && !errors.Is(err, bus.ErrForbidden):
+			t.Fatalf("another node's pod's Secrets through the relay: %v, want forbidden", err)
+		}
 	}
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	if _, err := agent.Store(short, bus.StoreSpec{Resource: "secrets", Kind: "Secret", Namespaced: true}); err == nil {
+	if _, err := agent.Store(short, bus.StoreSpec{Resource: "gadgets.example.com", Kind: "Gadget", Namespaced: true}); err == nil {
 		t.Fatal("a node created a bucket")
 	}
 }

@@ -34,8 +34,9 @@ func relaySubject(node string) string { return relayPrefix + nodeToken(node) + "
 var ErrForbidden = errors.New("forbidden")
 
 type relayRequest struct {
-	// Op is "status" (Pod's status, at Pod's resourceVersion) or "remove"
-	// (Key, whose UID must match, once it is being deleted).
+	// Op is "status" (Pod's status, at Pod's resourceVersion), "remove"
+	// (Key, whose UID must match, once it is being deleted) or "config"
+	// (what the pod at Key, with UID, refers to).
 	Op  string         `json:"op"`
 	Pod *object.Object `json:"pod,omitempty"`
 	Key string         `json:"key,omitempty"`
@@ -43,9 +44,10 @@ type relayRequest struct {
 }
 
 type relayReply struct {
-	Pod   *object.Object `json:"pod,omitempty"`
-	Code  string         `json:"code,omitempty"`
-	Error string         `json:"error,omitempty"`
+	Pod    *object.Object `json:"pod,omitempty"`
+	Config *PodConfig     `json:"config,omitempty"`
+	Code   string         `json:"code,omitempty"`
+	Error  string         `json:"error,omitempty"`
 }
 
 // The sentinels a reply carries by name, in the order they are tried.
@@ -133,6 +135,10 @@ func (c *Conn) ServeNodeRelay(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	configs, err := openConfigStores(ctx, c)
+	if err != nil {
+		return err
+	}
 	nodeOf := func(m *nats.Msg) string {
 		return tokenNode(strings.TrimSuffix(strings.TrimPrefix(m.Subject, relayPrefix), ".pods"))
 	}
@@ -151,7 +157,7 @@ func (c *Conn) ServeNodeRelay(ctx context.Context, log *slog.Logger) error {
 	}
 	return c.serveRequests(ctx, relayPrefix+"*.pods", relayQueue, fromNode, func(ctx context.Context, m *nats.Msg) relayReply {
 		node := nodeOf(m)
-		rep := relayWrite(ctx, pods, node, m.Data)
+		rep := relayWrite(ctx, relayStores{pods: pods, configs: configs}, node, m.Data)
 		if rep.Code == "Forbidden" {
 			relayRefusals.WithLabelValues("forbidden").Inc()
 			log.Warn("node relay refused a write", "node", node, "err", rep.Error)
@@ -167,8 +173,15 @@ type podWriter interface {
 	Delete(ctx context.Context, key string, opts DeleteOptions) (*object.Object, bool, error)
 }
 
+// relayStores are what the relay reads and writes.
+type relayStores struct {
+	pods    podWriter
+	configs configStores
+}
+
 // relayWrite carries out one request of node, if node may make it.
-func relayWrite(ctx context.Context, pods podWriter, node string, data []byte) relayReply {
+func relayWrite(ctx context.Context, st relayStores, node string, data []byte) relayReply {
+	pods := st.pods
 	var req relayRequest
 	if err := json.Unmarshal(data, &req); err != nil {
 		return failed(fmt.Errorf("%w: %v", ErrInvalid, err))
@@ -179,7 +192,7 @@ func relayWrite(ctx context.Context, pods podWriter, node string, data []byte) r
 			return failed(fmt.Errorf("%w: a status write needs the pod", ErrInvalid))
 		}
 		key, uid = req.Pod.Key(), req.Pod.Metadata.UID
-	} else if req.Op != "remove" {
+	} else if req.Op != "remove" && req.Op != "config" {
 		return failed(fmt.Errorf("%w: unknown operation %q", ErrInvalid, req.Op))
 	}
 	stored, err := pods.Get(ctx, key)
@@ -191,6 +204,13 @@ func relayWrite(ctx context.Context, pods podWriter, node string, data []byte) r
 	}
 	if uid != stored.Metadata.UID {
 		return failed(fmt.Errorf("%w: pod %s is another pod now (uid %s)", ErrConflict, key, stored.Metadata.UID))
+	}
+	if req.Op == "config" {
+		cfg, err := st.configs.read(ctx, stored)
+		if err != nil {
+			return failed(err)
+		}
+		return relayReply{Config: cfg}
 	}
 	if req.Op == "remove" {
 		zero := int64(0)

@@ -175,7 +175,7 @@ func roleDoesItsWork(t *testing.T, conn *bus.Conn, role bus.Role) {
 	}
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	if _, err := conn.Store(short, bus.StoreSpec{Resource: "secrets", Kind: "Secret", Namespaced: true}); err == nil {
+	if _, err := conn.Store(short, bus.StoreSpec{Resource: "gadgets.example.com", Kind: "Gadget", Namespaced: true}); err == nil {
 		t.Fatalf("role %s created a bucket", role)
 	}
 }

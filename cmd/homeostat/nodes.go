@@ -44,7 +44,9 @@ type agentOptions struct {
 	grace     time.Duration
 	stopPods  bool
 	backoff   time.Duration
-	podUser   string
+	// configSync is how often pods' ConfigMaps and Secrets are fetched again.
+	configSync time.Duration
+	podUser    string
 	// The log endpoint's TLS, required beyond loopback.
 	tlsCert, tlsKey, clientCA string
 }
@@ -70,6 +72,8 @@ func (o *agentOptions) defaultUser() (*process.Identity, error) {
 	return &process.Identity{UID: uint32(uid), GID: uint32(gid)}, nil
 }
 
+const configSyncHelp = "how often pods' ConfigMaps and Secrets are fetched again: a waiting pod retries, mounted files are rewritten"
+
 func (o *agentOptions) register(cmd *cobra.Command) {
 	host, _ := os.Hostname()
 	f := cmd.Flags()
@@ -87,6 +91,7 @@ func (o *agentOptions) register(cmd *cobra.Command) {
 	f.DurationVar(&o.heartbeat, "heartbeat", 10*time.Second, "how often the heartbeat lease is renewed")
 	f.DurationVar(&o.grace, "grace", 40*time.Second, "heartbeat lease time-to-live: silent this long, the node is unreachable")
 	f.DurationVar(&o.backoff, "restart-backoff", 10*time.Second, "first crash-loop back-off; it doubles up to 5m")
+	f.DurationVar(&o.configSync, "config-sync", 10*time.Second, configSyncHelp)
 	f.StringVar(&o.podUser, "pod-user", "", podUserHelp)
 }
 
@@ -256,7 +261,7 @@ func runAgent(ctx context.Context, g *globals, o *agentOptions, conn *bus.Conn) 
 	}
 	a, err := nodeagent.New(nodeagent.Config{Bus: conn, Pods: pods, Logger: log, NodeName: o.name, Identity: identity, Runtime: rt, Capacity: capacity,
 		Labels: labels, Address: addr, AgentURL: agentURL, HeartbeatEvery: o.heartbeat, Grace: o.grace,
-		StopPodsOnExit: o.stopPods})
+		StopPodsOnExit: o.stopPods, ConfigSync: o.configSync})
 	if err != nil {
 		ln.Close()
 		return err

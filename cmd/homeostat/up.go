@@ -63,6 +63,7 @@ func newUp(g *globals) *cobra.Command {
 	host, _ := os.Hostname()
 	f.StringVar(&o.agent.name, "node-name", strings.ToLower(host), "name of this machine's node")
 	f.StringVar(&o.agent.capacity, "capacity", "", "node capacity as cpu=4,memory=8Gi,pods=110 (default: this machine's)")
+	f.DurationVar(&o.agent.configSync, "config-sync", 10*time.Second, configSyncHelp)
 	f.DurationVar(&o.agent.backoff, "restart-backoff", 10*time.Second, "first crash-loop back-off of a restarting container; it doubles up to 5m")
 	f.StringVar(&o.agent.podUser, "pod-user", "", podUserHelp)
 	f.IntVar(&o.agent.simulate, "simulate", 0, "host this many simulated nodes instead of the real one")

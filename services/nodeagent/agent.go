@@ -39,6 +39,10 @@ type Runtime interface {
 	// LogPath is the file holding a container's output (its previous
 	// instance's with previous).
 	LogPath(podUID, container string, previous bool) (string, error)
+	// Project writes a pod's volumes and its containers' mounts of them,
+	// before Run and again each sync period, replacing each volume's
+	// files at once, so that a reader sees the old set or the new.
+	Project(pod *kinds.Pod, volumes []kinds.ProjectedVolume) error
 }
 
 // PodWriter writes what an agent may write of its node's pods: their
@@ -82,6 +86,13 @@ type Config struct {
 	Grace          time.Duration
 	// Resync checks that every running pod still exists (default 1m).
 	Resync time.Duration
+	// ConfigSync is how often a pod's ConfigMaps and Secrets are fetched
+	// again: a waiting pod tries again to start, a running one's volumes
+	// are rewritten (default 10s).
+	ConfigSync time.Duration
+	// Config fetches what pods refer to; by default the Pods writer if it
+	// can (the relay), else the store.
+	Config ConfigSource
 	// StopPodsOnExit stops every container when the agent stops; by default
 	// they keep running and the next agent adopts them.
 	StopPodsOnExit bool
@@ -93,8 +104,10 @@ type Agent struct {
 	log   *slog.Logger
 	pods  *bus.Store
 	write PodWriter
-	nodes *bus.Store
-	index *bus.NodePods
+	// config fetches pods' ConfigMaps and Secrets.
+	config ConfigSource
+	nodes  *bus.Store
+	index  *bus.NodePods
 
 	mu      sync.Mutex
 	workers map[string]*podWorker // by pod key
@@ -113,6 +126,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.Resync == 0 {
 		cfg.Resync = time.Minute
+	}
+	if cfg.ConfigSync == 0 {
+		cfg.ConfigSync = 10 * time.Second
 	}
 	if cfg.Address == "" {
 		cfg.Address = "127.0.0.1"
@@ -146,6 +162,7 @@ func (a *Agent) run(ctx context.Context) error {
 	if a.write = a.cfg.Pods; a.write == nil {
 		a.write = storeWriter{a.pods}
 	}
+	a.config = a.configSource()
 	if a.nodes, err = a.cfg.Bus.Store(ctx, bus.StoreSpec{Resource: "nodes", Kind: "Node"}); err != nil {
 		return err
 	}
@@ -211,6 +228,18 @@ func (a *Agent) run(ctx context.Context) error {
 		swg.Wait()
 	}
 	return err
+}
+
+// configSource is Config's, else the pod writer if it can fetch (the
+// relay), else the store.
+func (a *Agent) configSource() ConfigSource {
+	if a.cfg.Config != nil {
+		return a.cfg.Config
+	}
+	if src, ok := a.write.(ConfigSource); ok {
+		return src
+	}
+	return &lazyConfigReader{bus: a.cfg.Bus}
 }
 
 // register creates or refreshes the Node: labels and status are the

@@ -101,18 +101,17 @@ func (w *podWorker) loop(ctx context.Context) {
 
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
-	runDone := make(chan struct{})
+	run := newPodRun(w, pod)
 	if !pod.Metadata.Deleting() {
-		go func() { defer close(runDone); w.a.cfg.Runtime.Run(runCtx, pod, w.report) }()
-	} else {
-		close(runDone)
+		run.start(runCtx)
 	}
+	defer run.stopSync()
 	for {
 		w.mu.Lock()
 		deleting := w.pod.Metadata.Deleting()
 		w.mu.Unlock()
 		if deleting {
-			w.terminate(ctx, stopRun, runDone, true)
+			w.terminate(ctx, stopRun, run.wait, true)
 			w.a.forget(w.key, w)
 			return
 		}
@@ -120,22 +119,24 @@ func (w *podWorker) loop(ctx context.Context) {
 		case <-ctx.Done():
 			// The agent stops; the containers keep running for the next agent.
 			stopRun()
-			<-runDone
+			run.wait()
 			return
 		case <-w.removal:
-			w.terminate(ctx, stopRun, runDone, false)
+			w.terminate(ctx, stopRun, run.wait, false)
 			w.a.forget(w.key, w)
 			return
 		case <-w.updates:
+		case <-run.sync:
+			run.start(runCtx)
 		}
 	}
 }
 
 // terminate stops the containers within the grace period; for a pod being
 // deleted gracefully it then removes the pod object.
-func (w *podWorker) terminate(ctx context.Context, stopRun func(), runDone <-chan struct{}, deleteObject bool) {
+func (w *podWorker) terminate(ctx context.Context, stopRun func(), waitRun func(), deleteObject bool) {
 	stopRun()
-	<-runDone
+	waitRun()
 	w.mu.Lock()
 	pod := w.pod
 	stored := w.stored

@@ -61,6 +61,9 @@ func (Simulated) Stop(context.Context, string, time.Duration) {}
 // Cleanup cleans nothing.
 func (Simulated) Cleanup(context.Context, map[string]bool) {}
 
+// Project writes nothing: simulated containers read no files.
+func (Simulated) Project(*kinds.Pod, []kinds.ProjectedVolume) error { return nil }
+
 // LogPath: simulated containers write no logs.
 func (Simulated) LogPath(string, string, bool) (string, error) {
 	return "", errors.New("simulated containers write no logs")

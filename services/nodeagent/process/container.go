@@ -374,9 +374,13 @@ func (s *supervisor) start() (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
+	env := s.environ(restarts)
 	argv := append(append([]string{}, s.c.Command...), s.c.Args...)
+	for i := range argv {
+		argv[i] = expand(argv[i], envLookup(env))
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = s.environ(restarts)
+	cmd.Env = env
 	cmd.Dir = s.c.WorkingDir
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: credential(who)}
@@ -435,8 +439,9 @@ func (s *supervisor) boundLog(p *proc) {
 }
 
 // environ is the container's environment: a PATH that finds homeostat
-// itself first (so the demo server runs as "homeostat demo"), the pod's
-// variables, and the markers that let a restarted agent find the process.
+// itself first (so the demo server runs as "homeostat demo"), the root its
+// mounts are in, the pod's variables (each may use those before it as
+// $(NAME)), and the markers that let a restarted agent find the process.
 func (s *supervisor) environ(restarts int32) []string {
 	path := os.Getenv("PATH")
 	if exe, err := os.Executable(); err == nil {
@@ -445,8 +450,11 @@ func (s *supervisor) environ(restarts int32) []string {
 	pod := s.pr.pod
 	env := []string{"PATH=" + path, "HOME=/tmp", "HOSTNAME=" + pod.Metadata.Name,
 		"POD_NAME=" + pod.Metadata.Name, "POD_NAMESPACE=" + pod.Metadata.Namespace}
+	if len(s.c.VolumeMounts) > 0 {
+		env = append(env, envRoot+"="+s.pr.r.rootDir(pod.Metadata.UID, s.c.Name))
+	}
 	for _, e := range s.c.Env {
-		env = append(env, e.Name+"="+e.Value)
+		env = append(env, e.Name+"="+expand(e.Value, envLookup(env)))
 	}
 	return append(env, envNode+"="+s.pr.r.cfg.Node, envAgent+"="+s.pr.r.cfg.Agent, envPodUID+"="+pod.Metadata.UID,
 		envContainer+"="+s.c.Name, envRestarts+"="+strconv.Itoa(int(restarts)))

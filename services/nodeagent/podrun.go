@@ -1,0 +1,81 @@
+package nodeagent
+
+import (
+	"context"
+	"time"
+
+	"github.com/homeostat/homeostat/kinds"
+)
+
+// podRun starts a pod's containers once what the pod refers to can be
+// had, and keeps its volumes current while they run. A pod that refers
+// to no ConfigMap or Secret starts at once and is never synced.
+type podRun struct {
+	w    *podWorker
+	pod  *kinds.Pod
+	sync <-chan time.Time // each sync period, when the pod needs syncing
+	tick *time.Ticker
+	// done closes when the runtime's Run returns.
+	done    chan struct{}
+	running bool
+}
+
+func newPodRun(w *podWorker, pod *kinds.Pod) *podRun {
+	r := &podRun{w: w, pod: pod, done: make(chan struct{})}
+	if needsConfig(&pod.Spec) {
+		r.tick = time.NewTicker(w.a.cfg.ConfigSync)
+		r.sync = r.tick.C
+	}
+	return r
+}
+
+// start fetches the pod's configuration, writes its volumes and, the
+// first time that succeeds, starts its containers; a running pod only
+// has its volumes rewritten. What is missing is reported as the
+// containers' CreateContainerConfigError, and tried again next period.
+func (r *podRun) start(ctx context.Context) {
+	a := r.w.a
+	p := &prepared{pod: r.pod}
+	if r.sync != nil {
+		cfg, err := a.config.PodConfig(ctx, r.pod.Object)
+		if err == nil {
+			p, err = prepare(r.pod, cfg, a.cfg.Address)
+		}
+		if err != nil {
+			if isConfigError(err) && !r.running {
+				r.w.report(configErrorStatus(r.pod, err.Error()))
+			} else if ctx.Err() == nil {
+				a.log.Warn("fetching a pod's configuration", "pod", r.w.key, "err", err)
+			}
+			return
+		}
+	}
+	if len(r.pod.Spec.Volumes) > 0 {
+		if err := a.cfg.Runtime.Project(p.pod, p.volumes); err != nil {
+			a.log.Warn("writing a pod's volumes", "pod", r.w.key, "err", err)
+			if !r.running {
+				r.w.report(configErrorStatus(r.pod, "writing the volumes: "+err.Error()))
+				return
+			}
+		}
+	}
+	if r.running {
+		return
+	}
+	r.running = true
+	go func() { defer close(r.done); a.cfg.Runtime.Run(ctx, p.pod, r.w.report) }()
+}
+
+// wait returns once the containers' Run has, if they ever started.
+func (r *podRun) wait() {
+	if r.running {
+		<-r.done
+	}
+}
+
+// stopSync ends the sync ticker.
+func (r *podRun) stopSync() {
+	if r.tick != nil {
+		r.tick.Stop()
+	}
+}
