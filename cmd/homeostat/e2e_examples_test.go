@@ -20,6 +20,7 @@ var exampleReady = map[string][][]string{
 	"04-widget-kind.yaml":     {{"wait", "--for=condition=Established", "resourcedefinition/widgets.example.com", "--timeout=30s"}},
 	"05-widget.yaml":          {{"get", "widget", "first", "-o", "jsonpath={.spec.color}"}},
 	"06-read-only-role.yaml":  {{"auth", "can-i", "list", "pods", "--as", "alice"}},
+	"07-configmap.yaml":       {{"rollout", "status", "deployment/configured-demo", "--timeout=90s"}},
 }
 
 // exampleSays is what the last readiness command must print.
