@@ -98,6 +98,15 @@ func (c *converter) schema(base string, s any) (map[string]any, error) {
 			out[k] = v
 		}
 	}
+	// JSON Schema's exclusive bounds are numbers; OpenAPI's are flags on
+	// minimum and maximum.
+	for ex, bound := range map[string]string{"exclusiveMinimum": "minimum", "exclusiveMaximum": "maximum"} {
+		if v, ok := out[ex]; ok {
+			if _, flag := v.(bool); !flag {
+				out[bound], out[ex] = v, true
+			}
+		}
+	}
 	for k, v := range m {
 		if strings.HasPrefix(k, "x-kubernetes-") || strings.HasPrefix(k, "x-homeostat-") {
 			out[k] = v

@@ -25,7 +25,7 @@ func documents(t *testing.T) (*schemas.Registry, *openapi.Documents) {
 	def, err := object.Decode([]byte(`{"apiVersion":"homeostat.io/v1","kind":"ResourceDefinition",
 		"metadata":{"name":"widgets.example.com"},
 		"spec":{"group":"example.com","version":"v1","kind":"Widget","plural":"widgets",
-		"schema":{"type":"object","properties":{"spec":{"type":"object","properties":{"size":{"type":"integer"}}}}}}}`))
+		"schema":{"type":"object","properties":{"spec":{"type":"object","properties":{"size":{"type":"integer","exclusiveMinimum":0}}}}}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
