@@ -10,16 +10,17 @@ import (
 // semanticChecks are the rules a JSON Schema cannot say, per built-in kind.
 // They run only when the schema passes, so the shapes are known.
 var semanticChecks = map[string]func(map[string]any) []Cause{
-	"Pod":                podChecks,
-	"ReplicaSet":         selectorChecks,
-	"Deployment":         selectorChecks,
-	"DaemonSet":          selectorChecks,
-	"Job":                jobChecks,
-	"ResourceDefinition": definitionChecks,
-	"Role":               roleChecks,
-	"ClusterRole":        roleChecks,
-	"ConfigMap":          configMapChecks,
-	"Secret":             secretChecks,
+	"Pod":                      podChecks,
+	"ReplicaSet":               selectorChecks,
+	"Deployment":               selectorChecks,
+	"DaemonSet":                selectorChecks,
+	"Job":                      jobChecks,
+	"ResourceDefinition":       definitionChecks,
+	"CustomResourceDefinition": crdChecks,
+	"Role":                     roleChecks,
+	"ClusterRole":              roleChecks,
+	"ConfigMap":                configMapChecks,
+	"Secret":                   secretChecks,
 }
 
 // roleChecks: a rule names resources (with their groups) or paths, not

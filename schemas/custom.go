@@ -11,14 +11,17 @@ import (
 
 // DefinitionSpec is the spec of a ResourceDefinition.
 type DefinitionSpec struct {
-	Group      string          `json:"group"`
-	Version    string          `json:"version"`
-	Kind       string          `json:"kind"`
-	Plural     string          `json:"plural"`
-	Singular   string          `json:"singular,omitempty"`
-	ShortNames []string        `json:"shortNames,omitempty"`
-	Scope      string          `json:"scope,omitempty"`
-	Schema     json.RawMessage `json:"schema"`
+	Group      string   `json:"group"`
+	Version    string   `json:"version"`
+	Kind       string   `json:"kind"`
+	Plural     string   `json:"plural"`
+	Singular   string   `json:"singular,omitempty"`
+	ShortNames []string `json:"shortNames,omitempty"`
+	Scope      string   `json:"scope,omitempty"`
+	Categories []string `json:"categories,omitempty"`
+	// PrinterColumns are kubectl get's columns for the kind.
+	PrinterColumns []PrinterColumn `json:"printerColumns,omitempty"`
+	Schema         json.RawMessage `json:"schema"`
 }
 
 func customSchemaURL(plural, group string) string {
@@ -101,6 +104,7 @@ func (r *Registry) Register(def *object.Object) (*Resource, error) {
 	}
 	res.Group, res.Version, res.Kind, res.Plural = spec.Group, spec.Version, spec.Kind, spec.Plural
 	res.Singular, res.ShortNames = spec.Singular, spec.ShortNames
+	res.Categories, res.PrinterColumns = spec.Categories, spec.PrinterColumns
 	if res.Singular == "" {
 		res.Singular = strings.ToLower(spec.Kind) // as a CustomResourceDefinition defaults it
 	}

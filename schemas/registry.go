@@ -41,6 +41,9 @@ type Resource struct {
 	Custom bool
 	// TTL, when set, expires objects this long after their last write (Events).
 	TTL time.Duration
+	// Categories and PrinterColumns of a custom kind, from its definition.
+	Categories     []string
+	PrinterColumns []PrinterColumn
 
 	schema *jsonschema.Schema
 	docs   map[string]any // schema documents by URL, for defaulting through $ref
@@ -89,6 +92,7 @@ var builtins = []builtin{
 	{"batch", "v1", "Job", "jobs", "job.yaml", nil, true},
 	{"coordination.k8s.io", "v1", "Lease", "leases", "lease.yaml", nil, true},
 	{"homeostat.io", "v1", "ResourceDefinition", "resourcedefinitions", "resourcedefinition.yaml", []string{"rd", "rds"}, false},
+	{"apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", "customresourcedefinition.yaml", []string{"crd", "crds"}, false},
 	{"homeostat.io", "v1", "Token", "tokens", "token.yaml", nil, true},
 	{"rbac.authorization.k8s.io", "v1", "Role", "roles", "role.yaml", nil, true},
 	{"rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", "clusterrole.yaml", nil, false},

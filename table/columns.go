@@ -107,8 +107,8 @@ func count(name string, keys ...string) Column {
 	return Column{Name: name, Type: "integer", Cell: func(_ *object.Object, d map[string]any) any { return Num(d, keys...) }}
 }
 
-// Columns are a kind's columns; a kind Kubernetes has no printer for gets
-// Name and Age.
+// Columns are a built-in kind's columns; a kind Kubernetes has no printer
+// for, and a custom kind that declares none, gets Name and Age.
 func Columns(kind string) []Column {
 	if cols := workloadColumns(kind); cols != nil {
 		return cols
@@ -116,8 +116,11 @@ func Columns(kind string) []Column {
 	if cols := clusterColumns(kind); cols != nil {
 		return cols
 	}
-	return []Column{nameCol, ageCol}
+	return Default
 }
+
+// Default are the columns of a kind with no others: Name and Age.
+var Default = []Column{nameCol, ageCol}
 
 // templateColumns are the wide columns of every workload kind.
 var templateColumns = []Column{
@@ -179,6 +182,11 @@ func clusterColumns(kind string) []Column {
 		return []Column{nameCol, dataCount, ageCol}
 	case "Secret":
 		return []Column{nameCol, text("Type", 0, func(_ *object.Object, d map[string]any) string { return Str(d, "type") }), dataCount, ageCol}
+	case "CustomResourceDefinition":
+		return []Column{nameCol, {Name: "Created At", Type: "date", Description: "when the definition was made",
+			Cell: func(o *object.Object, _ map[string]any) any {
+				return o.Metadata.CreationTimestamp.UTC().Format(time.RFC3339)
+			}}}
 	case "ResourceDefinition":
 		return []Column{nameCol, text("Kind", 0, func(_ *object.Object, d map[string]any) string { return Str(d, "spec", "kind") }),
 			text("Scope", 0, func(_ *object.Object, d map[string]any) string { return Str(d, "spec", "scope") }), ageCol}

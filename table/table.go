@@ -24,9 +24,9 @@ type Options struct {
 	Continue        string
 }
 
-// New renders objects of one kind as a Table.
-func New(kind string, items []*object.Object, opts Options) (*metav1.Table, error) {
-	cols := Columns(kind)
+// New renders objects of one kind as a Table with the kind's columns
+// (Columns, or Printed for a custom kind that declares them).
+func New(cols []Column, items []*object.Object, opts Options) (*metav1.Table, error) {
 	t := &metav1.Table{
 		TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"},
 		ListMeta: metav1.ListMeta{ResourceVersion: opts.ResourceVersion, Continue: opts.Continue},

@@ -22,7 +22,7 @@ func decode(t *testing.T, s string) *object.Object {
 // cells renders one object and returns its cells by column name.
 func cells(t *testing.T, o *object.Object) map[string]any {
 	t.Helper()
-	tb, err := table.New(o.Kind, []*object.Object{o}, table.Options{})
+	tb, err := table.New(table.Columns(o.Kind), []*object.Object{o}, table.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestRowsCarryWhatIsAsked(t *testing.T) {
 		table.IncludeObject:   `"spec":{"containers"`,
 		table.IncludeNone:     `null`,
 	} {
-		tb, err := table.New("Pod", []*object.Object{o}, table.Options{Include: include, ResourceVersion: "7"})
+		tb, err := table.New(table.Columns("Pod"), []*object.Object{o}, table.Options{Include: include, ResourceVersion: "7"})
 		if err != nil {
 			t.Fatal(err)
 		}

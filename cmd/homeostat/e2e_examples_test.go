@@ -14,17 +14,19 @@ import (
 // exampleReady waits until what an example made is ready, through kubectl,
 // whoever applied it.
 var exampleReady = map[string][][]string{
-	"01-demo-deployment.yaml": {{"rollout", "status", "deployment/demo", "--timeout=90s"}},
-	"02-job.yaml":             {{"wait", "--for=condition=Complete", "job/count", "--timeout=90s"}},
-	"03-daemonset.yaml":       {{"rollout", "status", "daemonset/node-demo", "--timeout=90s"}},
-	"04-widget-kind.yaml":     {{"wait", "--for=condition=Established", "resourcedefinition/widgets.example.com", "--timeout=30s"}},
-	"05-widget.yaml":          {{"get", "widget", "first", "-o", "jsonpath={.spec.color}"}},
-	"06-read-only-role.yaml":  {{"auth", "can-i", "list", "pods", "--as", "alice"}},
-	"07-configmap.yaml":       {{"rollout", "status", "deployment/configured-demo", "--timeout=90s"}},
+	"01-demo-deployment.yaml":    {{"rollout", "status", "deployment/demo", "--timeout=90s"}},
+	"02-job.yaml":                {{"wait", "--for=condition=Complete", "job/count", "--timeout=90s"}},
+	"03-daemonset.yaml":          {{"rollout", "status", "daemonset/node-demo", "--timeout=90s"}},
+	"04-widget-kind.yaml":        {{"wait", "--for=condition=Established", "resourcedefinition/widgets.example.com", "--timeout=30s"}},
+	"05-widget.yaml":             {{"get", "widget", "first", "-o", "jsonpath={.spec.color}"}},
+	"06-read-only-role.yaml":     {{"auth", "can-i", "list", "pods", "--as", "alice"}},
+	"07-configmap.yaml":          {{"rollout", "status", "deployment/configured-demo", "--timeout=90s"}},
+	"08-crontab-definition.yaml": {{"wait", "--for=condition=Established", "crd/crontabs.stable.example.com", "--timeout=30s"}},
+	"09-crontab.yaml":            {{"get", "crontab", "nightly", "-o", "jsonpath={.spec.schedule} {.spec.replicas}"}},
 }
 
 // exampleSays is what the last readiness command must print.
-var exampleSays = map[string]string{"05-widget.yaml": "blue", "06-read-only-role.yaml": "yes"}
+var exampleSays = map[string]string{"05-widget.yaml": "blue", "06-read-only-role.yaml": "yes", "09-crontab.yaml": "0 3 * * * 1"}
 
 // TestExamplesApplyAsTheyAre: every manifest in examples/ applies as it is,
 // with kubectl and with homeostat apply, and what it makes becomes ready.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/homeostat/homeostat/client"
 	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/table"
 )
 
 func resolveKind(ctx context.Context, c *client.Client, kind string) (client.Resource, error) {
@@ -99,6 +100,9 @@ func runGet(ctx context.Context, g *globals, o *getOptions, args []string, out i
 		return err
 	}
 	p := newPrinter(res, o.output, o.allNamespaces && res.Namespaced, out)
+	if p.table() {
+		p.cols = kindColumns(ctx, c, res)
+	}
 	if len(names) == 0 && (o.output == "yaml" || o.output == "json") && !o.watch {
 		return p.list(res, items, rv)
 	}
@@ -185,6 +189,7 @@ type printer struct {
 	out    io.Writer
 	tw     *tabWriter
 	header bool
+	cols   []table.Column // the kind's; by default a built-in kind's
 }
 
 func newPrinter(res client.Resource, format string, withNS bool, out io.Writer) *printer {
@@ -213,7 +218,7 @@ func (p *printer) print(o *object.Object) error {
 		_, err := fmt.Fprintf(p.out, "%s/%s\n", kindName(p.res), o.Metadata.Name)
 		return err
 	}
-	cols := columnsFor(p.res.Kind, p.format == "wide")
+	cols := columnsFor(p.cols, p.res.Kind, p.format == "wide")
 	if !p.header {
 		p.header = true
 		var hs []string

@@ -70,10 +70,14 @@ func (s *Service) unregister(def *object.Object) {
 // afterWrite applies what a write means beyond the store: a written
 // ResourceDefinition is served by this replica before the response goes out.
 func (s *Service) afterWrite(r *http.Request, ref *resourceRef, o *object.Object) {
-	if ref.res.Custom || ref.res.Kind != "ResourceDefinition" {
-		return
+	switch {
+	case isDefinition(ref):
+		s.register(r.Context(), o)
+	case isCRD(ref) && !o.Metadata.Deleting():
+		if err := s.syncCRD(r.Context(), o); err != nil {
+			s.log.Warn("serving a CustomResourceDefinition", "name", o.Metadata.Name, "err", err)
+		}
 	}
-	s.register(r.Context(), o)
 }
 
 func isDefinition(ref *resourceRef) bool {
@@ -127,19 +131,26 @@ func (s *Service) register(ctx context.Context, def *object.Object) {
 // itself, not from the registry: the definitions watch may have
 // unregistered it already.
 func (s *Service) afterDelete(r *http.Request, ref *resourceRef, o *object.Object) {
-	if ref.res.Custom || ref.res.Kind != "ResourceDefinition" {
-		return
+	switch {
+	case isDefinition(ref):
+		s.dropKind(r.Context(), o)
+	case isCRD(ref):
+		s.dropCRD(r.Context(), o.Metadata.Name)
 	}
+}
+
+// dropKind stops serving a deleted definition's kind and deletes its objects.
+func (s *Service) dropKind(ctx context.Context, def *object.Object) {
 	var spec schemas.DefinitionSpec
-	if err := o.DecodeSpec(&spec); err != nil {
-		s.log.Warn("a deleted ResourceDefinition does not decode; its objects stay", "name", o.Metadata.Name, "err", err)
+	if err := def.DecodeSpec(&spec); err != nil {
+		s.log.Warn("a deleted ResourceDefinition does not decode; its objects stay", "name", def.Metadata.Name, "err", err)
 		return
 	}
 	s.reg.Unregister(spec.Group, spec.Plural)
 	resource := spec.Plural + "." + spec.Group
-	st, err := s.bus.Store(r.Context(), bus.StoreSpec{Resource: resource, Kind: spec.Kind, Namespaced: spec.Scope != "Cluster"})
+	st, err := s.bus.Store(ctx, bus.StoreSpec{Resource: resource, Kind: spec.Kind, Namespaced: spec.Scope != "Cluster"})
 	if err == nil {
-		_, err = st.DeleteAll(r.Context())
+		_, err = st.DeleteAll(ctx)
 	}
 	if err != nil {
 		s.log.Warn("deleting the objects of a deleted kind", "kind", resource, "err", err)

@@ -100,11 +100,12 @@ func (s *Service) resourceList(w http.ResponseWriter, r *http.Request) {
 	s.serveDiscovery(w, r, "application/json", out)
 }
 
-// categories puts the workload kinds in "all", as Kubernetes does, so that
+// categories puts the workload kinds in "all", as Kubernetes does, and a
+// custom kind in those its definition names, so that
 // kubectl get all lists them.
 func categories(res *schemas.Resource) []string {
 	if res.Custom {
-		return nil
+		return res.Categories
 	}
 	switch res.Kind {
 	case "Pod", "Deployment", "ReplicaSet", "DaemonSet", "Job":

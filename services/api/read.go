@@ -287,7 +287,7 @@ func (st *watchStream) render(typ string, obj any) any {
 	if st.table == nil || !ok || typ == object.Bookmark {
 		return obj
 	}
-	t, err := table.New(st.ref.res.Kind, []*object.Object{o}, table.Options{Include: st.table.include, ResourceVersion: o.Metadata.ResourceVersion})
+	t, err := table.New(columnsOf(st.ref.res), []*object.Object{o}, table.Options{Include: st.table.include, ResourceVersion: o.Metadata.ResourceVersion})
 	if err != nil {
 		return obj
 	}

@@ -205,7 +205,7 @@ func (s *Service) Run(ctx context.Context) error {
 		serveErr <- srv.Serve(ln)
 	}()
 	s.log.Info("api serving", "addr", ln.Addr().String())
-	loops := make(chan error, 6)
+	loops := make(chan error, 8) // start and each of its loops
 	go func() { loops <- s.start(ctx, loops) }()
 	var err error
 	select {
@@ -243,6 +243,7 @@ func (s *Service) start(ctx context.Context, errs chan<- error) error {
 		return err
 	}
 	go func() { errs <- s.watchDefinitions(ctx) }()
+	go func() { errs <- s.watchCRDs(ctx) }()
 	go func() { errs <- s.compactLoop(ctx) }()
 	go func() { s.events.Run(ctx); errs <- nil }()
 	// Node agents write their pods through the API's replicas.

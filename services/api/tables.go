@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/schemas"
 	"github.com/homeostat/homeostat/table"
 )
 
@@ -36,10 +37,22 @@ func asTable(r *http.Request) (*tableRequest, *apiError) {
 
 // writeTable answers with objects of the request's kind as a Table.
 func writeTable(w http.ResponseWriter, ref *resourceRef, tr *tableRequest, items []*object.Object, meta object.ListMeta) *apiError {
-	t, err := table.New(ref.res.Kind, items, table.Options{Include: tr.include, ResourceVersion: meta.ResourceVersion, Continue: meta.Continue})
+	t, err := table.New(columnsOf(ref.res), items, table.Options{Include: tr.include, ResourceVersion: meta.ResourceVersion, Continue: meta.Continue})
 	if err != nil {
 		return newError(http.StatusInternalServerError, object.ReasonInternalError, "rendering the table: %v", err)
 	}
 	writeJSON(w, http.StatusOK, t)
 	return nil
+}
+
+// columnsOf are the columns kubectl get shows for a kind: a custom kind's
+// declared ones, or Name and Age; a built-in kind's as Kubernetes has them.
+func columnsOf(res *schemas.Resource) []table.Column {
+	if !res.Custom {
+		return table.Columns(res.Kind)
+	}
+	if len(res.PrinterColumns) == 0 {
+		return table.Default
+	}
+	return table.Printed(res.PrinterColumns)
 }

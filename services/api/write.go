@@ -72,10 +72,8 @@ func (s *Service) insert(w http.ResponseWriter, r *http.Request, ref *resourceRe
 	// Status is written through the status subresource, by whoever observes
 	// it; a new namespace starts Active.
 	o.Status = nil
-	if isDefinition(ref) {
-		if e := establish(o); e != nil {
-			return e
-		}
+	if e := establishAny(ref, o); e != nil {
+		return e
 	}
 	if !ref.res.Custom && ref.res.Kind == "Namespace" {
 		o.Status = []byte(`{"phase":"Active"}`)
@@ -90,6 +88,9 @@ func (s *Service) insert(w http.ResponseWriter, r *http.Request, ref *resourceRe
 		return e
 	}
 	if e := s.admitRBAC(r.Context(), ref, o, nil); e != nil {
+		return e
+	}
+	if e := s.crdNameFree(r.Context(), ref, o); e != nil {
 		return e
 	}
 	if e := s.namespaceOpen(r.Context(), ref, o.Metadata.Namespace); e != nil {
@@ -166,10 +167,8 @@ func (s *Service) replace(r *http.Request, ref *resourceRef, cur, in *object.Obj
 		n.Metadata.ResourceVersion = in.Metadata.ResourceVersion
 	} else {
 		n.Status = cur.Status
-		if isDefinition(ref) {
-			if e := establish(n); e != nil {
-				return nil, e
-			}
+		if e := establishAny(ref, n); e != nil {
+			return nil, e
 		}
 	}
 	if n.Metadata.ResourceVersion == "" {
@@ -186,6 +185,9 @@ func (s *Service) replace(r *http.Request, ref *resourceRef, cur, in *object.Obj
 		return nil, e
 	}
 	if e := immutableConfig(ref, n, cur); e != nil {
+		return nil, e
+	}
+	if e := s.crdNameFree(r.Context(), ref, n); e != nil {
 		return nil, e
 	}
 	if e := s.admitRBAC(r.Context(), ref, n, cur); e != nil {
