@@ -208,6 +208,7 @@ func attackAsNode1(t *testing.T, url string, creds []byte) {
 		"$JS.API.STREAM.PURGE.KV_hs_pods", "$JS.API.STREAM.MSG.DELETE.KV_hs_pods",
 		"$JS.API.CONSUMER.DURABLE.CREATE.KV_hs_pods.evil", "$JS.API.CONSUMER.CREATE.WQ_deployments.evil",
 		"$JS.ACK.WQ_deployments.x.1.1.1.1.0", "hs.relay.n2.pods",
+		"$KV.hs_leases_coordination_k8s_io.kube-node-lease.n2", "$KV.hs_leases_coordination_k8s_io.default.leader",
 		// Nor may it read what an agent has no use for: RBAC, tokens, audit,
 		// and Secrets, which it gets through the relay, for its own pods.
 		"$JS.API.DIRECT.GET.KV_hs_secrets", "$JS.API.STREAM.MSG.GET.KV_hs_secrets", "$JS.API.CONSUMER.CREATE.KV_hs_secrets.x",
@@ -257,6 +258,7 @@ func seedOwners(t *testing.T, server *bus.Conn) map[string]*bus.Store {
 		{Resource: "roles.rbac.authorization.k8s.io", Kind: "Role", Namespaced: true},
 		{Resource: "clusterrolebindings.rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"},
 		{Resource: "secrets", Kind: "Secret", Namespaced: true},
+		{Resource: "leases.coordination.k8s.io", Kind: "Lease", Namespaced: true},
 	} {
 		st, err := server.Store(ctx, s)
 		if err != nil {
@@ -329,6 +331,17 @@ func nodeAgentDoesItsWork(t *testing.T, agent *bus.Conn) {
 	}
 	if _, err := leases.Acquire(ctx, bus.NodeLeaseKey("n1"), "agent-n1", time.Minute); err != nil {
 		t.Fatalf("a node taking its own heartbeat lease: %v", err)
+	}
+	leaseObjects, err := agent.Store(ctx, bus.StoreSpec{Resource: "leases.coordination.k8s.io", Kind: "Lease", Namespaced: true})
+	if err != nil {
+		t.Fatalf("a node opening the Lease objects: %v", err)
+	}
+	own := &object.Object{APIVersion: "coordination.k8s.io/v1", Kind: "Lease", Metadata: object.Meta{Namespace: "kube-node-lease", Name: "n1"}}
+	if _, err := leaseObjects.Create(ctx, own); err != nil {
+		t.Fatalf("a node writing its own Lease object: %v", err)
+	}
+	if _, err := leaseObjects.Get(ctx, "kube-node-lease.n1"); err != nil {
+		t.Fatalf("a node reading its own Lease object back: %v", err)
 	}
 	w, err := agent.NodeWriter("n1")
 	if err != nil {

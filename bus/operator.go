@@ -230,6 +230,9 @@ func tokenNode(token string) string { return strings.ReplaceAll(token, "_", ".")
 // read the replies others are sent.
 func nodeInbox(node string) string { return "_INBOX_" + nodeToken(node) }
 
+// nodeLeaseObjects is the bucket of Lease objects (coordination.k8s.io).
+var nodeLeaseObjects = bucketName("leases.coordination.k8s.io")
+
 // nodeReadStreams are the streams a node's agent reads whole.
 var nodeReadStreams = []string{kvStream(bucketName("pods")), kvStream(bucketName("nodes")), kvStream(leaseBucket), kvStream(metaBucket)}
 
@@ -245,6 +248,10 @@ func nodePermissions(node string) jwt.Permissions {
 		"$JS.API.INFO",
 		kvPrefix(bucketName("nodes")) + node,
 		kvPrefix(leaseBucket) + NodeLeaseKey(node),
+		// Its Lease object in kube-node-lease, which it reads back through
+		// the stream's leader (Lease objects hold no secrets).
+		kvPrefix(nodeLeaseObjects) + "kube-node-lease." + node,
+		"$JS.API.STREAM.INFO." + kvStream(nodeLeaseObjects), "$JS.API.STREAM.MSG.GET." + kvStream(nodeLeaseObjects),
 		relaySubject(node),
 		"$JS.API.STREAM.INFO." + nodePodsStream,
 		"$JS.API.CONSUMER.CREATE." + nodePodsStream + ".*." + nodePodsPrefix + nodeToken(node) + ".>",

@@ -76,7 +76,7 @@ var roleWrites = map[Role][]string{
 	RoleScheduler: {kvPrefix(bucketName("pods")) + ">", kvPrefix(bucketName("events")) + ">",
 		kvPrefix(leaseBucket) + ">", nodePodsPrefix + ">", tracesPrefix + ">"},
 	RoleSimulated: {kvPrefix(bucketName("pods")) + ">", kvPrefix(bucketName("nodes")) + ">",
-		kvPrefix(bucketName("events")) + ">", kvPrefix(leaseBucket) + ">", tracesPrefix + ">"},
+		kvPrefix(bucketName("events")) + ">", kvPrefix(leaseBucket) + ">", kvPrefix(nodeLeaseObjects) + ">", tracesPrefix + ">"},
 }
 
 // roleDenied are buckets no confined role writes, though a wildcard of

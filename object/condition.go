@@ -9,8 +9,11 @@ type Condition struct {
 	ObservedGeneration int64     `json:"observedGeneration,omitempty"`
 	LastTransitionTime time.Time `json:"lastTransitionTime,omitzero"`
 	LastUpdateTime     time.Time `json:"lastUpdateTime,omitzero"`
-	Reason             string    `json:"reason,omitempty"`
-	Message            string    `json:"message,omitempty"`
+	// LastHeartbeatTime is when a Node's agent last reported the
+	// condition, changed or not.
+	LastHeartbeatTime time.Time `json:"lastHeartbeatTime,omitzero"`
+	Reason            string    `json:"reason,omitempty"`
+	Message           string    `json:"message,omitempty"`
 }
 
 // Condition statuses.

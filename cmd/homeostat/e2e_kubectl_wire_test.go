@@ -341,3 +341,22 @@ func TestKubectlServerSideApply(t *testing.T) {
 		t.Fatalf("an apply over a scale: %v\n%s", err, out)
 	}
 }
+
+// TestKubectlDescribeNode: describe node shows the node's Lease in
+// kube-node-lease, renewed by its agent, and its Ready condition with a
+// heartbeat time, as a kubelet's node reads.
+func TestKubectlDescribeNode(t *testing.T) {
+	dir := t.TempDir()
+	s := startUp(t, dir)
+	k := newKubectl(t, s)
+	node := nodeName(dir)
+	poll.Until(t, "the node's Lease", 30*time.Second, func() bool {
+		out, err := k.run("", "get", "lease", node, "-n", "kube-node-lease", "-o", "jsonpath={.spec.holderIdentity} {.spec.renewTime}")
+		return err == nil && strings.HasPrefix(out, node+" 20")
+	})
+	out := k.must("HolderIdentity:  "+node, "", "describe", "node", node)
+	heartbeat := regexp.MustCompile(`(?m)^\s+Ready\s+True\s+\w{3}, \d\d \w{3} 20\d\d`)
+	if !heartbeat.MatchString(out) || strings.Contains(out, "Failed to get lease") || strings.Contains(out, "0001") {
+		t.Fatalf("kubectl describe node:\n%s", out)
+	}
+}

@@ -289,7 +289,7 @@ func (s *Service) setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, name := range []string{"default", "homeostat-system"} {
+	for _, name := range []string{"default", "homeostat-system", "kube-system", "kube-public", "kube-node-lease"} {
 		err := s.bus.UntilAvailable(ctx, "namespace "+name, func(ctx context.Context) error {
 			_, err := ns.Create(ctx, &object.Object{APIVersion: "v1", Kind: "Namespace",
 				Metadata: object.Meta{Name: name, Finalizers: []string{object.FinalizerNamespace}},

@@ -86,6 +86,10 @@ type Config struct {
 	Grace          time.Duration
 	// Resync checks that every running pod still exists (default 1m).
 	Resync time.Duration
+	// StatusEvery refreshes the Node's status and its conditions'
+	// heartbeat time (default 1m); its Lease in kube-node-lease is renewed
+	// with every heartbeat.
+	StatusEvery time.Duration
 	// ConfigSync is how often a pod's ConfigMaps and Secrets are fetched
 	// again: a waiting pod tries again to start, a running one's volumes
 	// are rewritten (default 10s).
@@ -106,8 +110,12 @@ type Agent struct {
 	write PodWriter
 	// config fetches pods' ConfigMaps and Secrets.
 	config ConfigSource
-	nodes  *bus.Store
-	index  *bus.NodePods
+	// leaseObject is the node's Lease in kube-node-lease, and nodeUID its
+	// Node's uid, which owns it; both the heartbeat's alone.
+	leaseObject *nodeLease
+	nodeUID     string
+	nodes       *bus.Store
+	index       *bus.NodePods
 
 	mu      sync.Mutex
 	workers map[string]*podWorker // by pod key
@@ -126,6 +134,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.Resync == 0 {
 		cfg.Resync = time.Minute
+	}
+	if cfg.StatusEvery == 0 {
+		cfg.StatusEvery = time.Minute
 	}
 	if cfg.ConfigSync == 0 {
 		cfg.ConfigSync = 10 * time.Second
@@ -173,6 +184,11 @@ func (a *Agent) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	leaseObjects, err := a.cfg.Bus.Store(ctx, bus.StoreSpec{Resource: "leases.coordination.k8s.io", Kind: "Lease", Namespaced: true})
+	if err != nil {
+		return err
+	}
+	a.leaseObject = &nodeLease{store: leaseObjects, node: a.cfg.NodeName}
 	// A cluster may still be electing leaders: wait for it rather than fail.
 	var lease *bus.Lease
 	err = a.cfg.Bus.UntilAvailable(ctx, "the node's heartbeat", func(ctx context.Context) (err error) {
@@ -251,15 +267,6 @@ func (a *Agent) register(ctx context.Context) error {
 	for k, v := range a.cfg.Labels {
 		labels[k] = v
 	}
-	now := time.Now().UTC().Truncate(time.Second)
-	st := kinds.NodeStatus{
-		Capacity: a.cfg.Capacity, Allocatable: a.cfg.Capacity,
-		Addresses:       []kinds.NodeAddress{{Type: "InternalIP", Address: a.cfg.Address}, {Type: "Hostname", Address: a.cfg.NodeName}},
-		DaemonEndpoints: &kinds.DaemonEndpoints{AgentURL: a.cfg.AgentURL},
-		NodeInfo:        map[string]string{"operatingSystem": runtime.GOOS, "architecture": runtime.GOARCH, "runtime": fmt.Sprintf("%T", a.cfg.Runtime)},
-	}
-	object.SetCondition(&st.Conditions, object.Condition{Type: "Ready", Status: object.ConditionTrue, Reason: "AgentReady",
-		Message: "node agent is posting ready status"}, now)
 	for attempt := 0; attempt < 5; attempt++ {
 		cur, err := a.nodes.Get(ctx, a.cfg.NodeName)
 		if errors.Is(err, bus.ErrNotFound) {
@@ -267,11 +274,15 @@ func (a *Agent) register(ctx context.Context) error {
 			if err := n.SetSpec(kinds.NodeSpec{Taints: a.cfg.Taints}); err != nil {
 				return err
 			}
-			if err := n.SetStatus(st); err != nil {
+			if err := n.SetStatus(a.nodeStatus(nil)); err != nil {
 				return err
 			}
-			if _, err = a.nodes.Create(ctx, n); errors.Is(err, bus.ErrAlreadyExists) {
+			created, err := a.nodes.Create(ctx, n)
+			if errors.Is(err, bus.ErrAlreadyExists) {
 				continue
+			}
+			if err == nil {
+				a.nodeUID = created.Metadata.UID
 			}
 			return err
 		}
@@ -285,15 +296,40 @@ func (a *Agent) register(ctx context.Context) error {
 		for k, v := range labels {
 			n.Metadata.Labels[k] = v
 		}
-		if err := n.SetStatus(st); err != nil {
+		var old kinds.NodeStatus
+		_ = cur.DecodeStatus(&old)
+		if err := n.SetStatus(a.nodeStatus(old.Conditions)); err != nil {
 			return err
 		}
-		if _, err = a.nodes.Update(ctx, n, bus.UpdateOptions{Current: cur}); errors.Is(err, bus.ErrConflict) {
+		updated, err := a.nodes.Update(ctx, n, bus.UpdateOptions{Current: cur})
+		if errors.Is(err, bus.ErrConflict) {
 			continue
+		}
+		if err == nil {
+			a.nodeUID = updated.Metadata.UID
 		}
 		return err
 	}
 	return bus.ErrConflict
+}
+
+// nodeStatus is what the agent reports of its node: capacity, addresses,
+// and Ready, kept with the conditions others set (the node lifecycle
+// controller's), its transition time kept while it holds, its heartbeat
+// time now.
+func (a *Agent) nodeStatus(conds []object.Condition) kinds.NodeStatus {
+	now := time.Now().UTC().Truncate(time.Second)
+	st := kinds.NodeStatus{
+		Capacity: a.cfg.Capacity, Allocatable: a.cfg.Capacity,
+		Addresses:       []kinds.NodeAddress{{Type: "InternalIP", Address: a.cfg.Address}, {Type: "Hostname", Address: a.cfg.NodeName}},
+		DaemonEndpoints: &kinds.DaemonEndpoints{AgentURL: a.cfg.AgentURL},
+		NodeInfo:        map[string]string{"operatingSystem": runtime.GOOS, "architecture": runtime.GOARCH, "runtime": fmt.Sprintf("%T", a.cfg.Runtime)},
+		Conditions:      append([]object.Condition(nil), conds...),
+	}
+	object.SetCondition(&st.Conditions, object.Condition{Type: "Ready", Status: object.ConditionTrue, Reason: "AgentReady",
+		Message: "node agent is posting ready status"}, now)
+	object.FindCondition(st.Conditions, "Ready").LastHeartbeatTime = now
+	return st
 }
 
 // storeWriter writes pods straight to the store.
@@ -320,6 +356,8 @@ func (a *Agent) leaseKey() string { return bus.NodeLeaseKey(a.cfg.NodeName) }
 func (a *Agent) heartbeat(ctx context.Context, leases *bus.Leases, lease *bus.Lease, stop context.CancelCauseFunc) {
 	t := time.NewTicker(a.cfg.HeartbeatEvery)
 	defer t.Stop()
+	lastStatus := time.Now() // register wrote it
+	a.showHeartbeat(ctx, &lastStatus)
 	for {
 		select {
 		case <-ctx.Done():
@@ -342,6 +380,23 @@ func (a *Agent) heartbeat(ctx context.Context, leases *bus.Leases, lease *bus.Le
 			continue
 		}
 		lease = next
+		a.showHeartbeat(ctx, &lastStatus)
+	}
+}
+
+// showHeartbeat renews the node's Lease object and, each StatusEvery, the
+// Node's status with its heartbeat time: what kubectl describe node shows.
+// Neither is what the control plane acts on, so a failure is only logged.
+func (a *Agent) showHeartbeat(ctx context.Context, lastStatus *time.Time) {
+	if time.Since(*lastStatus) >= a.cfg.StatusEvery {
+		if err := a.register(ctx); err != nil && ctx.Err() == nil {
+			a.log.Warn("refreshing the node's status", "err", err)
+		} else {
+			*lastStatus = time.Now()
+		}
+	}
+	if err := a.leaseObject.renew(ctx, a.nodeUID, a.cfg.Grace); err != nil && ctx.Err() == nil {
+		a.log.Warn("renewing the node's Lease", "err", err)
 	}
 }
 
