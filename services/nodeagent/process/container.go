@@ -218,7 +218,7 @@ func (s *supervisor) run(ctx context.Context) bool {
 			s.set(func(cs *kinds.ContainerStatus) {
 				cs.State = kinds.ContainerState{Waiting: &kinds.StateWaiting{Reason: "RunContainerError", Message: err.Error()}}
 			})
-			p = &proc{exited: closed(), exitCode: 128, started: time.Now()}
+			p = &proc{exited: closed(), exitCode: 128, started: time.Now(), startErr: err.Error()}
 		} else {
 			s.setRunning(p)
 		}
@@ -318,6 +318,8 @@ func (s *supervisor) setTerminated(p *proc, reason string) {
 		switch {
 		case reason != "":
 			t.Reason, t.Message = "Unhealthy", reason
+		case p.startErr != "":
+			t.Reason, t.Message = "StartError", p.startErr
 		case p.exitCode == -1:
 			t.Reason, t.Message = "Unknown", "the exit status of a process adopted after an agent restart is unknown"
 		case p.exitCode == 0:

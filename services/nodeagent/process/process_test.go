@@ -126,6 +126,18 @@ func TestRestartPolicies(t *testing.T) {
 	}
 }
 
+// A command that cannot be started fails with the reason in its status,
+// not an empty log.
+func TestStartErrorSaysWhy(t *testing.T) {
+	r := newRuntime(t, "n-starterror")
+	st, _ := run(t, r, pod(t, kinds.RestartNever, kinds.Container{Name: "c", Command: []string{"no-such-command-here"}}))
+	poll.Until(t, "Failed", 5*time.Second, func() bool { return st.get().Phase == kinds.PodFailed })
+	ts := st.first().State.Terminated
+	if ts == nil || ts.ExitCode != 128 || ts.Reason != "StartError" || !strings.Contains(ts.Message, "no-such-command-here") {
+		t.Fatalf("terminated state: %+v", ts)
+	}
+}
+
 func TestStopSendsTermThenKill(t *testing.T) {
 	r := newRuntime(t, "n-stop")
 	dir := t.TempDir()

@@ -57,6 +57,8 @@ type proc struct {
 	exitCode int32
 	signal   int32
 	child    bool // we can wait for it; an adopted one we can only watch
+	// startErr says why the process could not be started, if it was not.
+	startErr string
 }
 
 // New prepares the runtime.
