@@ -115,6 +115,21 @@ func TestClientGoTypedAndDynamic(t *testing.T) {
 	if err := deploys.Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("typed delete: %v", err)
 	}
+	// A clientset speaking protobuf both ways, as Kubernetes' own
+	// components are configured to.
+	pcfg := rest.CopyConfig(cfg)
+	pcfg.ContentType, pcfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf", "application/vnd.kubernetes.protobuf"
+	pcs, err := kubernetes.NewForConfig(pcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}, Data: map[string]string{"mode": "fast"}}
+	if got, err := pcs.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil || got.Data["mode"] != "fast" || got.UID == "" {
+		t.Fatalf("protobuf create: %v %+v", err, got)
+	}
+	if cms, err := pcs.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{}); err != nil || len(cms.Items) != 1 {
+		t.Fatalf("protobuf list: %v %+v", err, cms)
+	}
 
 	// The dynamic client on a custom kind.
 	dyn, err := dynamic.NewForConfig(cfg)

@@ -57,7 +57,7 @@ func (s *Service) patch(w http.ResponseWriter, r *http.Request, ref *resourceRef
 		if e != nil {
 			return e
 		}
-		writeJSON(w, http.StatusOK, out)
+		writeObject(w, r, http.StatusOK, out)
 		return nil
 	}
 }

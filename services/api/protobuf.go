@@ -20,9 +20,10 @@ import (
 // clients (kubectl's among them) send for built-in kinds.
 const protobufType = "application/vnd.kubernetes.protobuf"
 
-// protoCodec decodes what this API takes in protobuf: the built-in kinds
-// in Kubernetes' own types (k8s.io/api), and the TokenRequest.
-var protoCodec = func() runtime.Decoder {
+// protoScheme holds the types this API reads and writes in protobuf: the
+// built-in kinds in Kubernetes' own types (k8s.io/api), and the
+// TokenRequest.
+var protoScheme = func() *runtime.Scheme {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{authv1.AddToScheme, authzv1.AddToScheme, corev1.AddToScheme,
 		appsv1.AddToScheme, batchv1.AddToScheme, rbacv1.AddToScheme, autoscalingv1.AddToScheme, coordinationv1.AddToScheme} {
@@ -30,8 +31,11 @@ var protoCodec = func() runtime.Decoder {
 			panic(err) // a static registration: fails only if the types are broken
 		}
 	}
-	return protobuf.NewSerializer(scheme, scheme)
+	return scheme
 }()
+
+// protoCodec reads and writes protoScheme's types.
+var protoCodec = protobuf.NewSerializer(protoScheme, protoScheme)
 
 // protoToJSON reads an object sent in protobuf as the JSON of Kubernetes'
 // type for it, which the API then takes as any JSON body.

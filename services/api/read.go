@@ -29,7 +29,7 @@ func (s *Service) get(w http.ResponseWriter, r *http.Request, ref *resourceRef) 
 	if tr != nil {
 		return writeTable(w, ref, tr, []*object.Object{o}, object.ListMeta{ResourceVersion: o.Metadata.ResourceVersion})
 	}
-	writeJSON(w, http.StatusOK, o)
+	writeObject(w, r, http.StatusOK, o)
 	return nil
 }
 
@@ -174,7 +174,7 @@ func (s *Service) list(w http.ResponseWriter, r *http.Request, ref *resourceRef)
 	if tr != nil {
 		return writeTable(w, ref, tr, items, out.Metadata)
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeObject(w, r, http.StatusOK, out)
 	return nil
 }
 

@@ -82,7 +82,7 @@ func (s *Service) scaleSubresource(w http.ResponseWriter, r *http.Request, ref *
 		if e != nil {
 			return e
 		}
-		writeJSON(w, http.StatusOK, sc)
+		writeObject(w, r, http.StatusOK, sc)
 		return nil
 	case http.MethodPut:
 		data, _, e := s.readKubeBody(r, true)
@@ -161,7 +161,7 @@ func (s *Service) setScale(w http.ResponseWriter, r *http.Request, ref *resource
 		if e != nil {
 			return e
 		}
-		writeJSON(w, http.StatusOK, sc)
+		writeObject(w, r, http.StatusOK, sc)
 		return nil
 	}
 }

@@ -98,7 +98,7 @@ func (s *Service) insert(w http.ResponseWriter, r *http.Request, ref *resourceRe
 	}
 	if dry {
 		noteCreated(r.Context(), o.Metadata.Name)
-		writeJSON(w, http.StatusCreated, o)
+		writeObject(w, r, http.StatusCreated, o)
 		return nil
 	}
 	created, err := ref.store.Create(r.Context(), o)
@@ -107,7 +107,7 @@ func (s *Service) insert(w http.ResponseWriter, r *http.Request, ref *resourceRe
 	}
 	noteCreated(r.Context(), created.Metadata.Name)
 	s.afterWrite(r, ref, created)
-	writeJSON(w, http.StatusCreated, created)
+	writeObject(w, r, http.StatusCreated, created)
 	return nil
 }
 
@@ -131,7 +131,7 @@ func (s *Service) update(w http.ResponseWriter, r *http.Request, ref *resourceRe
 		if e != nil {
 			return e
 		}
-		writeJSON(w, http.StatusOK, out)
+		writeObject(w, r, http.StatusOK, out)
 		return nil
 	}
 }
@@ -261,7 +261,7 @@ func (s *Service) delete(w http.ResponseWriter, r *http.Request, ref *resourceRe
 		if err != nil {
 			return storeError(ref, ref.name, err)
 		}
-		writeJSON(w, http.StatusOK, cur)
+		writeObject(w, r, http.StatusOK, cur)
 		return nil
 	}
 	if e := s.prepareDelete(r, ref, policy, &opts); e != nil {
@@ -274,13 +274,13 @@ func (s *Service) delete(w http.ResponseWriter, r *http.Request, ref *resourceRe
 	if o == nil {
 		// A corrupt value was removed as it was: there is no object to show.
 		reconcile.CorruptCleared(ref.res.GroupResource(), ref.key())
-		writeJSON(w, http.StatusOK, object.Status{APIVersion: "v1", Kind: "Status", Status: "Success", Code: http.StatusOK,
+		writeObject(w, r, http.StatusOK, object.Status{APIVersion: "v1", Kind: "Status", Status: "Success", Code: http.StatusOK,
 			Details: &object.StatusDetails{Name: ref.name, Group: ref.group, Kind: ref.plural}})
 		return nil
 	}
 	if gone {
 		s.afterDelete(r, ref, o)
 	}
-	writeJSON(w, http.StatusOK, o)
+	writeObject(w, r, http.StatusOK, o)
 	return nil
 }
