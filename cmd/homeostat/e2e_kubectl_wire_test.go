@@ -360,3 +360,52 @@ func TestKubectlDescribeNode(t *testing.T) {
 		t.Fatalf("kubectl describe node:\n%s", out)
 	}
 }
+
+// stamped is a log line with its time, as kubectl logs --timestamps shows it.
+var stamped = regexp.MustCompile(`(?m)^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z) `)
+
+// TestKubectlLogsTimestampsAndSince: each line of a container's output has
+// the time it was written, shown with --timestamps and filtered by --since
+// and --since-time, and left out otherwise.
+func TestKubectlLogsTimestampsAndSince(t *testing.T) {
+	s := startUp(t, t.TempDir())
+	k := newKubectl(t, s)
+	k.must("pod/counter created", `apiVersion: v1
+kind: Pod
+metadata: {name: counter}
+spec:
+  containers:
+  - name: c
+    command: [sh, -c, 'i=0; while true; do i=$((i+1)); echo "line $i"; sleep 0.2; done']
+`, "apply", "-f", "-")
+	var first time.Time
+	poll.Until(t, "three stamped lines", 60*time.Second, func() bool {
+		out, err := k.run("", "logs", "counter", "--timestamps")
+		m := stamped.FindAllStringSubmatch(out, -1)
+		if err != nil || len(m) < 3 || !strings.Contains(out, "Z line 1\n") {
+			return false
+		}
+		first, err = time.Parse(time.RFC3339Nano, m[0][1])
+		return err == nil
+	})
+	since := first.Truncate(time.Second).Add(time.Second)
+	var out string
+	poll.Until(t, "lines since the second after the first", 30*time.Second, func() bool {
+		var err error
+		out, err = k.run("", "logs", "counter", "--timestamps", "--since-time="+since.Format(time.RFC3339))
+		return err == nil && stamped.MatchString(out)
+	})
+	for _, m := range stamped.FindAllStringSubmatch(out, -1) {
+		if ts, err := time.Parse(time.RFC3339Nano, m[1]); err != nil || ts.Before(since) {
+			t.Fatalf("--since-time=%s gave a line of %s:\n%s", since.Format(time.RFC3339), m[1], out)
+		}
+	}
+	if strings.Contains(out, " line 1\n") {
+		t.Fatalf("--since-time kept the first line:\n%s", out)
+	}
+	k.must("line 1\n", "", "logs", "counter", "--since=1h")
+	plain := k.must("line", "", "logs", "counter", "--tail=2")
+	if !regexp.MustCompile(`^line \d+\nline \d+\n$`).MatchString(plain) {
+		t.Fatalf("kubectl logs --tail=2 without --timestamps:\n%q", plain)
+	}
+}

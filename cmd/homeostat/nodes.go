@@ -235,7 +235,12 @@ func runAgent(ctx context.Context, g *globals, o *agentOptions, conn *bus.Conn) 
 	if err != nil {
 		return err
 	}
-	rt, err := process.New(process.Config{Node: o.name, Agent: identity, Dir: o.dataDir, Logger: log, BackoffBase: o.backoff, DefaultUser: podUser})
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding this program for the log shim: %w", err)
+	}
+	rt, err := process.New(process.Config{Node: o.name, Agent: identity, Dir: o.dataDir, Logger: log, BackoffBase: o.backoff, DefaultUser: podUser,
+		LogShim: []string{self, "logshim"}})
 	if err != nil {
 		return fmt.Errorf("--data-dir: %w", err)
 	}

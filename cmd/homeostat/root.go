@@ -124,7 +124,7 @@ func newRoot() *cobra.Command {
 		newUp(g), newAPI(g), newControllers(g), newScheduler(g), newNodeAgent(g), newDemo(),
 		newApply(g), newGet(g), newDescribe(g), newDelete(g), newAPIResources(g),
 		newRollout(g), newScale(g), newLogs(g), newBench(), newTrace(g),
-		newToken(g), newAuth(g), newUser(), newAudit(g), newPKI(), newNATS(),
+		newToken(g), newAuth(g), newUser(), newAudit(g), newPKI(), newNATS(), newLogShim(),
 	)
 	return root
 }

@@ -13,7 +13,8 @@ import (
 )
 
 // podLog proxies a container's log from the agent of the pod's node:
-// GET .../pods/{name}/log?container=&follow=true&previous=true&tailLines=N.
+// GET .../pods/{name}/log?container=&follow=true&previous=true&tailLines=N
+// &timestamps=true&sinceSeconds=N&sinceTime=T&limitBytes=N.
 func (s *Service) podLog(w http.ResponseWriter, r *http.Request, ref *resourceRef) *apiError {
 	o, err := ref.store.Get(r.Context(), ref.key())
 	if err != nil {
@@ -27,7 +28,7 @@ func (s *Service) podLog(w http.ResponseWriter, r *http.Request, ref *resourceRe
 		return badRequest("pod %q has not been scheduled to a node yet", ref.name)
 	}
 	q := r.URL.Query()
-	limit, e := logLimit(w, q)
+	limit, e := logLimit(q)
 	if e != nil {
 		return e
 	}
@@ -53,7 +54,7 @@ func (s *Service) podLog(w http.ResponseWriter, r *http.Request, ref *resourceRe
 		return newError(http.StatusServiceUnavailable, object.ReasonServiceUnavailable, "the agent of node %q serves no logs", p.Spec.NodeName)
 	}
 	fwd := url.Values{}
-	for _, k := range []string{"container", "follow", "previous", "tailLines"} {
+	for _, k := range []string{"container", "follow", "previous", "tailLines", "timestamps", "sinceSeconds", "sinceTime"} {
 		if v := q.Get(k); v != "" {
 			fwd.Set(k, v)
 		}
@@ -109,10 +110,9 @@ func streamLogTo(w http.ResponseWriter, log io.Reader, limit int64) {
 	}
 }
 
-// logLimit reads limitBytes, and warns of the options the agent cannot
-// honour: a process's output is kept as it was written, with no time per
-// line, so timestamps and since cannot be told; the log is given whole.
-func logLimit(w http.ResponseWriter, q url.Values) (int64, *apiError) {
+// logLimit checks the options and reads limitBytes, which the API applies;
+// the agent applies the others.
+func logLimit(q url.Values) (int64, *apiError) {
 	for _, k := range []string{"tailLines", "limitBytes", "sinceSeconds"} {
 		if v := q.Get(k); v != "" {
 			if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 || (n == 0 && k != "tailLines") {
@@ -123,11 +123,6 @@ func logLimit(w http.ResponseWriter, q url.Values) (int64, *apiError) {
 	if v := q.Get("sinceTime"); v != "" {
 		if _, err := time.Parse(time.RFC3339, v); err != nil {
 			return 0, badRequest("sinceTime=%q must be an RFC 3339 time", v)
-		}
-	}
-	for _, k := range []string{"timestamps", "sinceSeconds", "sinceTime"} {
-		if v := q.Get(k); v != "" && v != "false" {
-			warn(w, k+": Homeostat keeps a process's output without a time per line; the log is shown without it")
 		}
 	}
 	limit, _ := strconv.ParseInt(q.Get("limitBytes"), 10, 64)

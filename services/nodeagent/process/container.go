@@ -384,12 +384,20 @@ func (s *supervisor) start() (*proc, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
 	cmd.Dir = s.c.WorkingDir
-	cmd.Stdout, cmd.Stderr = logf, logf
+	out, err := r.logWriter(logf)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: credential(who)}
 	if path, err := lookPath(argv[0], cmd.Env); err == nil {
 		cmd.Path, cmd.Err = path, nil
 	}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	if out != logf {
+		out.Close() // the container holds it now; the shim sees the end when it is done
+	}
+	if err != nil {
 		return nil, err
 	}
 	p := &proc{pid: cmd.Process.Pid, started: time.Now(), exited: make(chan struct{}), child: true}

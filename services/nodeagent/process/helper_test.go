@@ -5,11 +5,20 @@ import (
 	"os"
 	"sync/atomic"
 	"testing"
+
+	"github.com/homeostat/homeostat/services/nodeagent/process"
 )
 
 // TestMain doubles as a small HTTP server for the probe tests when run with
-// HELPER_SERVER=1: a real process for the runtime to supervise.
+// HELPER_SERVER=1 (a real process for the runtime to supervise), and as
+// the log shim when run with the one argument logshim-helper.
 func TestMain(m *testing.M) {
+	if len(os.Args) == 2 && os.Args[1] == "logshim-helper" {
+		if err := process.RunLogShim(os.Stdin, os.Stdout); err != nil {
+			os.Exit(1)
+		}
+		return
+	}
 	if os.Getenv("HELPER_SERVER") == "1" {
 		helperServer(os.Args[len(os.Args)-1])
 		return

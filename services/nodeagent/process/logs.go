@@ -1,13 +1,17 @@
 package process
 
 import (
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 )
 
-// Container output goes straight to a file the process holds open (so it
-// keeps logging while the agent restarts). The file is bounded by copying
+// Container output goes to a file held open by the container's log shim
+// (logshim.go), or by the process itself without one, so that it keeps
+// logging while the agent restarts. The file is bounded by copying
 // its tail aside and truncating it in place, as logrotate's copytruncate
 // does; the writer's append mode carries on at the new end. A container's
 // previous instance keeps its log as previous.log.
@@ -71,4 +75,29 @@ type errNoPrevious string
 
 func (e errNoPrevious) Error() string {
 	return "container " + string(e) + " has not been restarted: there is no previous log"
+}
+
+// logWriter is where a container writes its output: a pipe into a log
+// shim started to append to logf, or logf itself without a shim.
+func (r *Runtime) logWriter(logf *os.File) (*os.File, error) {
+	if len(r.cfg.LogShim) == 0 {
+		return logf, nil
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer pr.Close()
+	shim := exec.Command(r.cfg.LogShim[0], r.cfg.LogShim[1:]...)
+	shim.Stdin, shim.Stdout, shim.Stderr = pr, logf, logf
+	// Its own group, and none of the markers of a container's process, so
+	// that neither a container's stop nor adoption mistakes it for one.
+	shim.Env = []string{"PATH=/usr/bin:/bin"}
+	shim.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := shim.Start(); err != nil {
+		pw.Close()
+		return nil, fmt.Errorf("starting the log shim: %w", err)
+	}
+	go func() { _ = shim.Wait() }()
+	return pw, nil
 }

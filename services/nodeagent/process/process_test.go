@@ -2,6 +2,7 @@ package process_test
 
 import (
 	"context"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -136,6 +137,40 @@ func TestStartErrorSaysWhy(t *testing.T) {
 	if ts == nil || ts.ExitCode != 128 || ts.Reason != "StartError" || !strings.Contains(ts.Message, "no-such-command-here") {
 		t.Fatalf("terminated state: %+v", ts)
 	}
+}
+
+// With a log shim, each line of the output is stamped with its time, the
+// last ones (written as the container stops) included.
+func TestLogShimStampsOutput(t *testing.T) {
+	r, err := process.New(process.Config{Node: "n-shim", Agent: "test-agent", Dir: t.TempDir(),
+		LogShim: []string{os.Args[0], "logshim-helper"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pod(t, kinds.RestartNever, sh("c", "echo first; trap 'echo last words; exit 0' TERM; while true; do sleep 0.1; done"))
+	st, _ := run(t, r, p)
+	poll.Until(t, "running", 5*time.Second, func() bool { return st.first().State.Running != nil })
+	path, err := r.LogPath(p.Metadata.UID, "c", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func() string { b, _ := os.ReadFile(path); return string(b) }
+	poll.Until(t, "the first line, stamped", 5*time.Second, func() bool { return strings.HasSuffix(read(), "Z first\n") })
+	if _, err := time.Parse(process.StampLayout, read()[:len(process.StampLayout)]); err != nil {
+		t.Fatalf("the log does not start with a time: %q", read())
+	}
+	// Stop removes the pod's directory; the file stays readable through
+	// a descriptor opened before.
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r.Stop(context.Background(), p.Metadata.UID, 5*time.Second)
+	poll.Until(t, "the last words, stamped", 5*time.Second, func() bool {
+		b, _ := io.ReadAll(io.NewSectionReader(f, 0, 1<<20))
+		return strings.Contains(string(b), "Z last words\n")
+	})
 }
 
 func TestStopSendsTermThenKill(t *testing.T) {

@@ -34,6 +34,9 @@ type Config struct {
 	// DefaultUser is whom a container runs as when neither it nor its pod
 	// names a runAsUser; nil runs it as the agent runs.
 	DefaultUser *Identity
+	// LogShim is the command of the log shim (RunLogShim), such as
+	// homeostat logshim; without one, output goes to the log unstamped.
+	LogShim []string
 }
 
 // Runtime runs containers as processes.
