@@ -93,3 +93,58 @@ func SetEvent(o *object.Object, e Event) error {
 	}
 	return nil
 }
+
+// An events.k8s.io/v1 Event is a core/v1 Event under other names, as in
+// Kubernetes: one stored object, served in either shape.
+var eventV1Names = map[string]string{
+	"involvedObject": "regarding", "message": "note", "reportingComponent": "reportingController",
+	"source": "deprecatedSource", "firstTimestamp": "deprecatedFirstTimestamp",
+	"lastTimestamp": "deprecatedLastTimestamp", "count": "deprecatedCount",
+}
+
+// EventsAPIVersion is the group version of the second shape.
+const EventsAPIVersion = "events.k8s.io/v1"
+
+// EventToV1 is a stored (core/v1) Event in the events.k8s.io/v1 shape.
+func EventToV1(o *object.Object) *object.Object {
+	if o == nil {
+		return nil
+	}
+	out := o.Clone()
+	out.APIVersion = EventsAPIVersion
+	if _, ok := out.Fields["involvedObject"]; !ok && len(out.Spec) > 0 {
+		// Written by an earlier release, under spec.
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(out.Spec, &fields) == nil {
+			out.Fields, out.Spec = fields, nil
+		}
+	}
+	out.Fields = renamed(out.Fields, eventV1Names)
+	return out
+}
+
+// EventFromV1 is an events.k8s.io/v1 Event in the stored (core/v1) shape.
+func EventFromV1(o *object.Object) *object.Object {
+	if o == nil {
+		return nil
+	}
+	back := make(map[string]string, len(eventV1Names))
+	for core, v1 := range eventV1Names {
+		back[v1] = core
+	}
+	out := o.Clone()
+	out.APIVersion = "v1"
+	out.Fields = renamed(out.Fields, back)
+	return out
+}
+
+func renamed(fields map[string]json.RawMessage, names map[string]string) map[string]json.RawMessage {
+	out := make(map[string]json.RawMessage, len(fields))
+	for k, v := range fields {
+		if n, ok := names[k]; ok {
+			k = n
+		}
+		out[k] = v
+	}
+	return out
+}

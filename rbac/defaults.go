@@ -48,6 +48,7 @@ func Defaults() (roles, bindings []*object.Object) {
 			{Verbs: read, APIGroups: []string{"apps"}, Resources: []string{"deployments", "deployments/status",
 				"replicasets", "replicasets/status", "daemonsets", "daemonsets/status"}},
 			{Verbs: read, APIGroups: []string{"batch"}, Resources: []string{"jobs", "jobs/status"}},
+			{Verbs: read, APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}},
 			{Verbs: []string{"get"}, APIGroups: []string{"*"}, Resources: []string{"*/reconcile", "*/raw"}},
 			{Verbs: []string{"get"}, APIGroups: []string{"homeostat.io"}, Resources: []string{"traces"}},
 		}, ""),

@@ -82,6 +82,9 @@ type Kind struct {
 
 // KindOf describes a served resource.
 func KindOf(res *schemas.Resource) Kind {
+	if res.StoredAs != nil {
+		return KindOf(res.StoredAs) // one store, two shapes
+	}
 	return Kind{Kind: res.Kind, APIVersion: res.APIVersion(), Resource: res.GroupResource(), Namespaced: res.Namespaced, TTL: res.TTL}
 }
 

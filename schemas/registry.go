@@ -41,6 +41,9 @@ type Resource struct {
 	Custom bool
 	// TTL, when set, expires objects this long after their last write (Events).
 	TTL time.Duration
+	// StoredAs is the resource whose objects this one serves in another
+	// shape (events.k8s.io/v1 Events are core/v1 Events); nil for most.
+	StoredAs *Resource
 	// Categories and PrinterColumns of a custom kind, from its definition.
 	Categories     []string
 	PrinterColumns []PrinterColumn
@@ -91,6 +94,7 @@ var builtins = []builtin{
 	{"apps", "v1", "DaemonSet", "daemonsets", "daemonset.yaml", []string{"ds"}, true},
 	{"batch", "v1", "Job", "jobs", "job.yaml", nil, true},
 	{"coordination.k8s.io", "v1", "Lease", "leases", "lease.yaml", nil, true},
+	{"events.k8s.io", "v1", "Event", "events", "eventv1.yaml", []string{"ev"}, true},
 	{"homeostat.io", "v1", "ResourceDefinition", "resourcedefinitions", "resourcedefinition.yaml", []string{"rd", "rds"}, false},
 	{"apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", "customresourcedefinition.yaml", []string{"crd", "crds"}, false},
 	{"homeostat.io", "v1", "Token", "tokens", "token.yaml", nil, true},
@@ -152,6 +156,10 @@ func New() (*Registry, error) {
 			res.TTL = EventTTL
 		}
 		r.add(res)
+	}
+	events, _ := r.Lookup("", "v1", "events")
+	if v1, ok := r.Lookup("events.k8s.io", "v1", "events"); ok {
+		v1.StoredAs = events
 	}
 	return r, nil
 }

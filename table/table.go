@@ -46,14 +46,24 @@ func New(cols []Column, items []*object.Object, opts Options) (*metav1.Table, er
 	return t, nil
 }
 
-func newRow(o *object.Object, cols []Column, include string) (metav1.TableRow, error) {
+// DocOf is an object as decoded JSON, what a Column's Cell reads; nil if
+// it does not encode.
+func DocOf(o *object.Object) map[string]any {
 	b, err := object.Encode(o)
 	if err != nil {
-		return metav1.TableRow{}, err
+		return nil
 	}
 	var doc map[string]any
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return metav1.TableRow{}, err
+		return nil
+	}
+	return doc
+}
+
+func newRow(o *object.Object, cols []Column, include string) (metav1.TableRow, error) {
+	doc := DocOf(o)
+	if doc == nil {
+		return metav1.TableRow{}, fmt.Errorf("table: %s does not encode", o.Key())
 	}
 	row := metav1.TableRow{Cells: make([]any, len(cols))}
 	for i, c := range cols {
@@ -61,6 +71,10 @@ func newRow(o *object.Object, cols []Column, include string) (metav1.TableRow, e
 	}
 	switch include {
 	case IncludeObject:
+		b, err := object.Encode(o)
+		if err != nil {
+			return metav1.TableRow{}, err
+		}
 		row.Object = runtime.RawExtension{Raw: b}
 	case IncludeNone:
 	default:

@@ -21,11 +21,15 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/homeostat/homeostat/testenv/poll"
 	"github.com/homeostat/homeostat/testenv/tcpproxy"
@@ -293,4 +297,45 @@ func TestClientGoLeaderElection(t *testing.T) {
 	if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != "b" || l.Spec.LeaseTransitions == nil || *l.Spec.LeaseTransitions < 1 {
 		t.Fatalf("the lease: %v %+v", err, l)
 	}
+}
+
+// TestClientGoEventsRecorder: client-go's events.k8s.io/v1 recorder, as
+// newer operators use, records an Event that reads back as a core/v1 one.
+func TestClientGoEventsRecorder(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := startUp(t, t.TempDir(), "--no-agent")
+	cs, err := kubernetes.NewForConfig(restConfig(t, s.kubeconfig, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
+	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Shutdown()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "default", UID: "4d3c2b1a"}}
+	b.NewRecorder(clientgoscheme.Scheme, "example.com/operator").Eventf(pod, nil, corev1.EventTypeNormal, "Reconciled", "Reconcile", "reconciled %s", "web-1")
+	poll.Until(t, "the recorded event, read as core/v1", 30*time.Second, func() bool {
+		list, err := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=web-1"})
+		if err != nil || len(list.Items) != 1 {
+			return false
+		}
+		e := list.Items[0]
+		return e.Reason == "Reconciled" && e.Message == "reconciled web-1" && e.ReportingController == "example.com/operator" && e.Action == "Reconcile"
+	})
+	v1, err := cs.EventsV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "regarding.name=web-1"})
+	if err != nil || len(v1.Items) != 1 || v1.Items[0].Note != "reconciled web-1" || v1.Items[0].EventTime.IsZero() {
+		t.Fatalf("events.k8s.io/v1 list: %v %+v", err, v1)
+	}
+	// The core/v1 recorder most operators use (controller-runtime's) too;
+	// its events are named <object>.<suffix> as well.
+	cb := record.NewBroadcaster(record.WithContext(ctx))
+	defer cb.Shutdown()
+	cb.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	cb.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "legacy-operator"}).Event(pod, corev1.EventTypeWarning, "Drifted", "spec drifted")
+	poll.Until(t, "the core recorder's event", 30*time.Second, func() bool {
+		list, err := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "reason=Drifted"})
+		return err == nil && len(list.Items) == 1 && list.Items[0].Source.Component == "legacy-operator" && list.Items[0].Count == 1
+	})
 }

@@ -20,6 +20,11 @@ func selectableFields(res *schemas.Resource) map[string]string {
 		more = []string{"spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
 			"spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName"}
 	case "Event":
+		if res.Group == "events.k8s.io" {
+			more = []string{"regarding.kind", "regarding.namespace", "regarding.name", "regarding.uid", "regarding.apiVersion",
+				"regarding.resourceVersion", "regarding.fieldPath", "reason", "reportingController", "type"}
+			break
+		}
 		more = []string{"involvedObject.kind", "involvedObject.namespace", "involvedObject.name", "involvedObject.uid",
 			"involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath",
 			"reason", "reportingComponent", "type"}

@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/homeostat/homeostat/object"
@@ -32,6 +33,7 @@ var kubeTypes = map[string]reflect.Type{
 	"apps/v1/DaemonSet":                 reflect.TypeFor[appsv1.DaemonSet](),
 	"batch/v1/Job":                      reflect.TypeFor[batchv1.Job](),
 	"coordination.k8s.io/v1/Lease":      reflect.TypeFor[coordinationv1.Lease](),
+	"events.k8s.io/v1/Event":            reflect.TypeFor[eventsv1.Event](),
 	"rbac.authorization.k8s.io/v1/Role": reflect.TypeFor[rbacv1.Role](),
 	"rbac.authorization.k8s.io/v1/ClusterRole":        reflect.TypeFor[rbacv1.ClusterRole](),
 	"rbac.authorization.k8s.io/v1/RoleBinding":        reflect.TypeFor[rbacv1.RoleBinding](),

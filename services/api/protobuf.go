@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
@@ -26,7 +27,7 @@ const protobufType = "application/vnd.kubernetes.protobuf"
 var protoScheme = func() *runtime.Scheme {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{authv1.AddToScheme, authzv1.AddToScheme, corev1.AddToScheme,
-		appsv1.AddToScheme, batchv1.AddToScheme, rbacv1.AddToScheme, autoscalingv1.AddToScheme, coordinationv1.AddToScheme} {
+		appsv1.AddToScheme, batchv1.AddToScheme, rbacv1.AddToScheme, autoscalingv1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			panic(err) // a static registration: fails only if the types are broken
 		}

@@ -14,7 +14,7 @@ import (
 // a name and a subresource.
 type resourceRef struct {
 	res                    *schemas.Resource
-	store                  *bus.Store
+	store                  objectStore
 	group, version, plural string
 	namespace, name, sub   string
 }
@@ -84,7 +84,7 @@ func (s *Service) resolve(r *http.Request) (*resourceRef, *apiError) {
 	if err != nil {
 		return nil, storeError(ref, ref.name, err)
 	}
-	ref.store = st
+	ref.store = storeOf(res, st)
 	return ref, nil
 }
 

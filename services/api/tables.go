@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/schemas"
 	"github.com/homeostat/homeostat/table"
@@ -48,6 +49,9 @@ func writeTable(w http.ResponseWriter, ref *resourceRef, tr *tableRequest, items
 // columnsOf are the columns kubectl get shows for a kind: a custom kind's
 // declared ones, or Name and Age; a built-in kind's as Kubernetes has them.
 func columnsOf(res *schemas.Resource) []table.Column {
+	if res.StoredAs != nil {
+		return storedColumns(res.StoredAs)
+	}
 	if !res.Custom {
 		return table.Columns(res.Kind)
 	}
@@ -55,4 +59,20 @@ func columnsOf(res *schemas.Resource) []table.Column {
 		return table.Default
 	}
 	return table.Printed(res.PrinterColumns)
+}
+
+// storedColumns are the columns of a resource served in another shape:
+// those of its stored kind, read from the object in that kind's shape.
+func storedColumns(stored *schemas.Resource) []table.Column {
+	cols := table.Columns(stored.Kind)
+	out := make([]table.Column, len(cols))
+	for i, c := range cols {
+		cell := c.Cell
+		c.Cell = func(o *object.Object, _ map[string]any) any {
+			core := kinds.EventFromV1(o)
+			return cell(core, table.DocOf(core))
+		}
+		out[i] = c
+	}
+	return out
 }
