@@ -45,7 +45,9 @@ func (s shapeStore) Get(ctx context.Context, key string) (*object.Object, error)
 	return s.out(o), err
 }
 
-func (s shapeStore) Raw(ctx context.Context, key string) ([]byte, uint64, error) { return s.st.Raw(ctx, key) }
+func (s shapeStore) Raw(ctx context.Context, key string) ([]byte, uint64, error) {
+	return s.st.Raw(ctx, key)
+}
 
 func (s shapeStore) LastWriteTrace(ctx context.Context, key string) (trace.SpanContext, error) {
 	return s.st.LastWriteTrace(ctx, key)
