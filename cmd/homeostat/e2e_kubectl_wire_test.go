@@ -84,6 +84,16 @@ func TestKubectlEditsObjects(t *testing.T) {
 	s := startUp(t, t.TempDir(), "--no-agent")
 	k := newKubectl(t, s)
 	k.must("Server Version: v1.34.0+homeostat", "", "version")
+	out := k.must("customresourcedefinitions", "", "api-resources")
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^configmaps\s+cm\s+v1\s+true\s+ConfigMap$`),
+		regexp.MustCompile(`(?m)^deployments\s+deploy\s+apps/v1\s+true\s+Deployment$`),
+		regexp.MustCompile(`(?m)^events\s+ev\s+events.k8s.io/v1\s+true\s+Event$`),
+	} {
+		if !want.MatchString(out) {
+			t.Fatalf("kubectl api-resources lacks %s:\n%s", want, out)
+		}
+	}
 	k.must("deployment.apps/web created", webManifest("2", "v1"), "apply", "-f", "-")
 	k.must("deployment.apps/web configured", webManifest("3", "v1"), "apply", "-f", "-")
 	k.must("deployment.apps/web unchanged", webManifest("3", "v1"), "apply", "-f", "-")
@@ -368,7 +378,7 @@ var stamped = regexp.MustCompile(`(?m)^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z) 
 // the time it was written, shown with --timestamps and filtered by --since
 // and --since-time, and left out otherwise.
 func TestKubectlLogsTimestampsAndSince(t *testing.T) {
-	s := startUp(t, t.TempDir())
+	s := startUp(t, t.TempDir(), "--restart-backoff", "200ms")
 	k := newKubectl(t, s)
 	k.must("pod/counter created", `apiVersion: v1
 kind: Pod
@@ -404,6 +414,19 @@ spec:
 		t.Fatalf("--since-time kept the first line:\n%s", out)
 	}
 	k.must("line 1\n", "", "logs", "counter", "--since=1h")
+	// A container that has restarted has a previous log.
+	k.must("pod/crasher created", `apiVersion: v1
+kind: Pod
+metadata: {name: crasher}
+spec:
+  containers:
+  - name: c
+    command: [sh, -c, 'echo "run at $(date +%s%N)"; sleep 0.3; exit 1']
+`, "apply", "-f", "-")
+	poll.Until(t, "a previous log", 60*time.Second, func() bool {
+		out, err := k.run("", "logs", "crasher", "--previous")
+		return err == nil && strings.HasPrefix(out, "run at ")
+	})
 	plain := k.must("line", "", "logs", "counter", "--tail=2")
 	if !regexp.MustCompile(`^line \d+\nline \d+\n$`).MatchString(plain) {
 		t.Fatalf("kubectl logs --tail=2 without --timestamps:\n%q", plain)
