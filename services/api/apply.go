@@ -25,16 +25,21 @@ import (
 // and every other write through the API under Update, so an apply
 // conflicts with what another manager set.
 
-// fieldManagers makes one field manager per kind and generation of the
-// OpenAPI documents.
+// fieldManagers makes one field manager per kind, subresource (the
+// object's, or its status's) and generation of the OpenAPI documents.
 type fieldManagers struct {
 	mu   sync.Mutex
 	docs *openapi.Documents
 	tc   managedfields.TypeConverter
-	fms  map[schema.GroupVersionKind]*managedfields.FieldManager
+	fms  map[managerKey]*managedfields.FieldManager
 }
 
-func (f *fieldManagers) get(d *openapi.Documents, gvk schema.GroupVersionKind) (*managedfields.FieldManager, error) {
+type managerKey struct {
+	gvk         schema.GroupVersionKind
+	subresource string
+}
+
+func (f *fieldManagers) get(d *openapi.Documents, gvk schema.GroupVersionKind, subresource string) (*managedfields.FieldManager, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.docs != d {
@@ -42,16 +47,17 @@ func (f *fieldManagers) get(d *openapi.Documents, gvk schema.GroupVersionKind) (
 		if err != nil {
 			return nil, err
 		}
-		f.docs, f.tc, f.fms = d, tc, map[schema.GroupVersionKind]*managedfields.FieldManager{}
+		f.docs, f.tc, f.fms = d, tc, map[managerKey]*managedfields.FieldManager{}
 	}
-	if fm, ok := f.fms[gvk]; ok {
+	key := managerKey{gvk, subresource}
+	if fm, ok := f.fms[key]; ok {
 		return fm, nil
 	}
-	fm, err := managedfields.NewDefaultCRDFieldManager(f.tc, sameVersion{}, noDefaults{}, unstructuredCreater{}, gvk, gvk.GroupVersion(), "", nil)
+	fm, err := managedfields.NewDefaultCRDFieldManager(f.tc, sameVersion{}, noDefaults{}, unstructuredCreater{}, gvk, gvk.GroupVersion(), subresource, nil)
 	if err != nil {
 		return nil, err
 	}
-	f.fms[gvk] = fm
+	f.fms[key] = fm
 	return fm, nil
 }
 
@@ -93,7 +99,11 @@ func (s *Service) fieldManager(ref *resourceRef) (*managedfields.FieldManager, *
 		return nil, newError(http.StatusInternalServerError, object.ReasonInternalError, "%v", err)
 	}
 	gvk := schema.GroupVersionKind{Group: ref.res.Group, Version: ref.res.Version, Kind: ref.res.Kind}
-	fm, err := s.fields.get(d, gvk)
+	sub := ""
+	if ref.sub == "status" {
+		sub = "status"
+	}
+	fm, err := s.fields.get(d, gvk, sub)
 	if err != nil {
 		return nil, newError(http.StatusInternalServerError, object.ReasonInternalError, "field manager of %s: %v", ref.res.GroupResource(), err)
 	}
@@ -136,9 +146,9 @@ func managerOf(r *http.Request) string {
 // object for a create). A write the field manager cannot type keeps the
 // managed fields it had: tracking must never refuse a write the schema took.
 func (s *Service) trackUpdate(r *http.Request, ref *resourceRef, live, n *object.Object) *object.Object {
-	// The status subresource is not tracked; a scale is, as the change of
-	// the parent's replicas it is.
-	if ref.sub != "" && ref.sub != "scale" {
+	// A status write is recorded with subresource status, as Kubernetes
+	// does; a scale as the change of the parent's replicas it is.
+	if ref.sub != "" && ref.sub != "scale" && ref.sub != "status" {
 		return n
 	}
 	fm, e := s.fieldManager(ref)

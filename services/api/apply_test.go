@@ -23,6 +23,7 @@ spec:
 
 type managed struct {
 	Manager, Operation string
+	Subresource        string `json:",omitempty"`
 }
 
 func managers(t *testing.T, o object.Object) []managed {
@@ -45,7 +46,7 @@ func TestServerSideApply(t *testing.T) {
 	}
 	r := apply("alice", "2", "")
 	mustCode(t, r, http.StatusCreated, "")
-	if m := managers(t, r.obj); len(m) != 1 || m[0] != (managed{"alice", "Apply"}) {
+	if m := managers(t, r.obj); len(m) != 1 || m[0] != (managed{Manager: "alice", Operation: "Apply"}) {
 		t.Fatalf("managers after the first apply: %+v", m)
 	}
 	mustCode(t, apply("alice", "2", ""), http.StatusOK, "")
@@ -77,6 +78,17 @@ func TestServerSideApply(t *testing.T) {
 	_ = json.Unmarshal(r.obj.Spec, &spec)
 	if spec.Replicas != 5 || r.obj.Metadata.Labels["tier"] != "x" || r.obj.Metadata.Labels["carol"] != "x" {
 		t.Fatalf("after alice's second apply: replicas %d, labels %v", spec.Replicas, r.obj.Metadata.Labels)
+	}
+	// A status write is recorded under its manager, for the status
+	// subresource; an apply of the object still owns none of it.
+	st := call(t, "PATCH", web+"/status?fieldManager=observer", "application/merge-patch+json", `{"status":{"observedGeneration":7}}`)
+	mustCode(t, st, http.StatusOK, "")
+	found := false
+	for _, m := range managers(t, st.obj) {
+		found = found || m == (managed{"observer", "Update", "status"})
+	}
+	if !found || !strings.Contains(string(st.obj.Metadata.ManagedFields), `"f:observedGeneration"`) {
+		t.Fatalf("a status write's manager: %s", st.obj.Metadata.ManagedFields)
 	}
 	// An apply that is not the path's object, or of no field manager.
 	mustCode(t, call(t, "PATCH", base+"/apis/apps/v1/namespaces/default/deployments/other?fieldManager=a", "application/apply-patch+yaml",
