@@ -93,6 +93,19 @@ func TestConfigMapsAndSecretsReachPods(t *testing.T) {
 	k.must("condition met", "", "wait", "--for=condition=Ready", "pod/waiter", "--timeout=60s")
 	poll.Until(t, "the waiter's file", 30*time.Second, func() bool { return strings.Contains(logs("waiter"), "file=finally") })
 
+	// A pod whose only volume is an emptyDir refers to nothing, and has it.
+	k.must("pod/scratch created", `apiVersion: v1
+kind: Pod
+metadata: {name: scratch}
+spec:
+  containers:
+  - name: c
+    command: [sh, -c, 'echo kept > $HOMEOSTAT_ROOT/tmp/work/x && cat $HOMEOSTAT_ROOT/tmp/work/x && sleep 3600']
+    volumeMounts: [{name: work, mountPath: /tmp/work}]
+  volumes: [{name: work, emptyDir: {}}]
+`, "apply", "-f", "-")
+	poll.Until(t, "the emptyDir written and read", 30*time.Second, func() bool { return strings.Contains(logs("scratch"), "kept") })
+
 	k.must("configmap/later patched", "", "patch", "configmap", "later", "-p", `{"immutable":true}`)
 	out, err := k.run("", "patch", "configmap", "later", "-p", `{"data":{"greeting":"again"}}`)
 	if err == nil || !strings.Contains(out, "data: field is immutable") {

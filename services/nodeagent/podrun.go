@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/kinds"
 )
 
@@ -36,8 +37,12 @@ func newPodRun(w *podWorker, pod *kinds.Pod) *podRun {
 func (r *podRun) start(ctx context.Context) {
 	a := r.w.a
 	p := &prepared{pod: r.pod}
-	if r.sync != nil {
-		cfg, err := a.config.PodConfig(ctx, r.pod.Object)
+	if r.sync != nil || len(r.pod.Spec.Volumes) > 0 {
+		var cfg *bus.PodConfig
+		var err error
+		if r.sync != nil {
+			cfg, err = a.config.PodConfig(ctx, r.pod.Object)
+		}
 		if err == nil {
 			p, err = prepare(r.pod, cfg, a.cfg.Address)
 		}
