@@ -214,6 +214,7 @@ func (s *Store) Create(ctx context.Context, o *object.Object) (*object.Object, e
 	n.Metadata.Generation = 1
 	n.Metadata.DeletionTimestamp = nil
 	n.Metadata.DeletionGracePeriodSeconds = nil
+	n = track(ctx, nil, n)
 	data, err := encode(n)
 	if err != nil {
 		return nil, err
@@ -326,6 +327,7 @@ func (s *Store) Update(ctx context.Context, o *object.Object, opts UpdateOptions
 	if n.Metadata.Deleting() && len(cur.Metadata.Finalizers) > 0 && len(n.Metadata.Finalizers) == 0 {
 		return s.remove(ctx, n, rev)
 	}
+	n = track(ctx, cur, n)
 	data, err := encode(n)
 	if err != nil {
 		return nil, err
@@ -510,6 +512,7 @@ func (s *Store) CreateMany(ctx context.Context, objs []*object.Object, opts Crea
 		n.Metadata.CreationTimestamp = s.now().UTC().Truncate(time.Second)
 		n.Metadata.Generation = 1
 		n.Metadata.DeletionTimestamp, n.Metadata.DeletionGracePeriodSeconds = nil, nil
+		n = track(ctx, nil, n)
 		data, err := encode(n)
 		if err != nil {
 			errs[i] = err

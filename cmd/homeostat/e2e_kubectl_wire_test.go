@@ -108,6 +108,9 @@ func TestKubectlEditsObjects(t *testing.T) {
 		t.Fatalf("after a strategic merge patch of one container: %q", got)
 	}
 	k.must("deployment.apps/web patched", "", "patch", "deployment", "web", "--type=json", "-p", `[{"op":"replace","path":"/spec/replicas","value":4}]`)
+	if got := jsonpath("{.spec.replicas}"); got != "4" {
+		t.Fatalf("replicas after a JSON patch: %q", got)
+	}
 	k.must("deployment.apps/web patched", "", "patch", "deployment", "web", "--type=merge", "-p", `{"metadata":{"labels":{"tier":"front"}}}`)
 	k.must("deployment.apps/web image updated", "", "set", "image", "deployment/web", "web=v3")
 	k.must("deployment.apps/web labeled", "", "label", "deployment", "web", "owner=alice")
@@ -118,6 +121,9 @@ func TestKubectlEditsObjects(t *testing.T) {
 		t.Fatalf("paused after rollout pause: %q", got)
 	}
 	k.must("deployment.apps/web resumed", "", "rollout", "resume", "deployment/web")
+	if got := jsonpath("{.spec.paused}"); got == "true" {
+		t.Fatalf("paused after rollout resume: %q", got)
+	}
 	k.must("deployment.apps/web scaled", "", "scale", "deployment", "web", "--replicas=6")
 	if got := jsonpath("{.spec.replicas}"); got != "6" {
 		t.Fatalf("replicas after kubectl scale: %q", got)
@@ -322,8 +328,22 @@ func TestKubectlEditReplaceWaitDelete(t *testing.T) {
 	k.must(`deployment.apps "web" deleted`, "", "delete", "deployment", "web", "--cascade=orphan")
 	k.must("replicaset.apps/web-", "", "get", "replicasets", "-l", "app=web", "-o", "name")
 	k.must("created", webManifest("1", "v1"), "apply", "-f", "-")
+	uid := jsonpath("{.metadata.uid}")
+	owned := func() string {
+		return k.must("", "", "get", "replicasets", "-o", `jsonpath={range .items[?(@.metadata.ownerReferences[0].uid=="`+uid+`")]}{.metadata.name}{end}`)
+	}
+	poll.Until(t, "the new deployment's replicaset", 30*time.Second, func() bool { return owned() != "" })
 	k.must(`deployment.apps "web" deleted`, "", "delete", "deployment", "web", "--cascade=foreground", "--wait=true")
+	if rs := owned(); rs != "" {
+		t.Fatalf("a foreground deletion ended with its replicaset %s still there", rs)
+	}
+	// The default cascade, background, removes the dependents after.
+	k.must("created", webManifest("1", "v1"), "apply", "-f", "-")
+	uid = jsonpath("{.metadata.uid}")
+	poll.Until(t, "the third deployment's replicaset", 30*time.Second, func() bool { return owned() != "" })
+	k.must(`deployment.apps "web" deleted`, "", "delete", "deployment", "web", "--cascade=background")
 	k.must("", "", "wait", "--for=delete", "deployment/web", "--timeout=30s")
+	poll.Until(t, "the replicaset to follow its deployment", 30*time.Second, func() bool { return owned() == "" })
 }
 
 // TestKubectlServerSideApply: kubectl apply --server-side creates and
@@ -430,5 +450,43 @@ spec:
 	plain := k.must("line", "", "logs", "counter", "--tail=2")
 	if !regexp.MustCompile(`^line \d+\nline \d+\n$`).MatchString(plain) {
 		t.Fatalf("kubectl logs --tail=2 without --timestamps:\n%q", plain)
+	}
+}
+
+// TestKubectlControllersOwnTheirFields: what the controllers, the
+// scheduler and the node agent write is recorded under managers of their
+// own, as kube-controller-manager's, kube-scheduler's and the kubelet's
+// writes are; an apply of a field the controllers set conflicts, naming
+// them.
+func TestKubectlControllersOwnTheirFields(t *testing.T) {
+	s := startUp(t, t.TempDir())
+	k := newKubectl(t, s)
+	k.must("deployment.apps/web serverside-applied", webManifest("1", "v1"), "apply", "--server-side", "-f", "-")
+	k.must("successfully rolled out", "", "rollout", "status", "deployment/web", "--timeout=60s")
+	managers := func(args ...string) string {
+		return k.must("", "", append([]string{"get", "-o", `jsonpath={range .items[*].metadata.managedFields[*]}{.manager}/{.operation}/{.subresource} {end}`, "--show-managed-fields"}, args...)...)
+	}
+	for _, c := range []struct {
+		what string
+		args []string
+		want []string
+	}{
+		{"the Deployment", []string{"deployments"}, []string{"kubectl/Apply/ ", "homeostat-controllers/Update/status "}},
+		{"its ReplicaSet", []string{"replicasets", "-l", "app=web"}, []string{"homeostat-controllers/Update/ ", "homeostat-controllers/Update/status "}},
+		{"its pod", []string{"pods", "-l", "app=web"}, []string{"homeostat-controllers/Update/ ", "homeostat-scheduler/Update/ ", "homeostat-agent/Update/status "}},
+		{"the node", []string{"nodes"}, []string{"homeostat-agent/Update/"}},
+	} {
+		got := managers(c.args...)
+		for _, want := range c.want {
+			if !strings.Contains(got, want) {
+				t.Errorf("%s's managers are %q, without %q", c.what, got, want)
+			}
+		}
+	}
+	rs := k.must("web-", "", "get", "replicasets", "-l", "app=web", "-o", "jsonpath={.items[0].metadata.name}")
+	scaled := "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: " + rs + "}\nspec: {replicas: 5}\n"
+	out, err := k.run(scaled, "apply", "--server-side", "-f", "-")
+	if err == nil || !strings.Contains(out, `conflict with "homeostat-controllers"`) || !strings.Contains(out, ".spec.replicas") {
+		t.Fatalf("an apply of a ReplicaSet's replicas, which its Deployment's controller sets: %v\n%s", err, out)
 	}
 }

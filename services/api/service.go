@@ -22,6 +22,7 @@ import (
 
 	"github.com/homeostat/homeostat/audit"
 	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/fieldmanager"
 	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/openapi"
 	"github.com/homeostat/homeostat/reconcile"
@@ -108,7 +109,7 @@ type Service struct {
 	// openapi derives the OpenAPI documents and patch metadata from reg.
 	openapi *openapi.Cache
 	// fields are the field managers of server-side apply.
-	fields fieldManagers
+	fields *fieldmanager.Managers
 }
 
 // requestTimeout bounds a request that is not a watch or a log stream.
@@ -146,6 +147,7 @@ func New(cfg Config) (*Service, error) {
 		s.reg = reg
 	}
 	s.openapi = openapi.NewCache(s.reg)
+	s.fields = fieldmanager.New(s.openapi)
 	s.limits = cfg.Limits
 	s.limits.defaults()
 	s.auditLevel = cfg.Audit.Level
@@ -247,7 +249,11 @@ func (s *Service) start(ctx context.Context, errs chan<- error) error {
 	go func() { errs <- s.compactLoop(ctx) }()
 	go func() { s.events.Run(ctx); errs <- nil }()
 	// Node agents write their pods through the API's replicas.
-	go func() { errs <- s.cfg.Bus.ServeNodeRelay(ctx, s.log) }()
+	go func() {
+		// The relay writes pods' status for their nodes' agents.
+		agents := bus.WithWriter(ctx, bus.Writer{Manager: bus.AgentManager, Fields: s.fields})
+		errs <- s.cfg.Bus.ServeNodeRelay(agents, s.log)
+	}()
 	// The controllers remove RBAC objects and tokens through them too.
 	go func() { errs <- s.cfg.Bus.ServeCollector(ctx, s.log) }()
 	<-ctx.Done()

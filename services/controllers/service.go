@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/fieldmanager"
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/openapi"
 	"github.com/homeostat/homeostat/reconcile"
 	"github.com/homeostat/homeostat/schemas"
 )
@@ -61,6 +63,11 @@ const (
 // Queues are the work queues the controllers consume: the API creates
 // them, since the controllers' credentials may not create streams.
 var Queues = []string{queueReplicaSets, queueDeployments, queueJobs, queueDaemonSets, queueGC, queueNodeLifecycle, queueNamespaces}
+
+// FieldManager is the controllers' field manager: their writes are
+// recorded under it in objects' managedFields, as kube-controller-manager's
+// are in Kubernetes.
+const FieldManager = "homeostat-controllers"
 
 // Service is the controllers of one process.
 type Service struct {
@@ -206,6 +213,7 @@ func adoptOrphans(ctrl *reconcile.Controller, owners *reconcile.Informer, bucket
 // Run runs the controllers until ctx ends; stopping by ctx is not an
 // error, whatever it interrupts.
 func (s *Service) Run(ctx context.Context) error {
+	ctx = bus.WithWriter(ctx, bus.Writer{Manager: FieldManager, Fields: fieldmanager.New(openapi.NewCache(s.reg))})
 	err := s.run(ctx)
 	if ctx.Err() != nil {
 		return nil

@@ -18,8 +18,11 @@ import (
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/clock"
+	"github.com/homeostat/homeostat/fieldmanager"
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/openapi"
+	"github.com/homeostat/homeostat/schemas"
 )
 
 // Runtime runs the containers of pods. The agent declares it; the process
@@ -100,6 +103,10 @@ type Config struct {
 	// StopPodsOnExit stops every container when the agent stops; by default
 	// they keep running and the next agent adopts them.
 	StopPodsOnExit bool
+	// Fields records the agent's writes in objects' managedFields under
+	// bus.AgentManager; made from the built-in schemas when nil (agents
+	// of one process may share one).
+	Fields bus.FieldTracker
 }
 
 // Agent is one node's agent.
@@ -119,6 +126,16 @@ type Agent struct {
 
 	mu      sync.Mutex
 	workers map[string]*podWorker // by pod key
+}
+
+// BuiltinFields is a field tracker of the built-in kinds, which are all an
+// agent writes.
+func BuiltinFields() (bus.FieldTracker, error) {
+	reg, err := schemas.New()
+	if err != nil {
+		return nil, err
+	}
+	return fieldmanager.New(openapi.NewCache(reg)), nil
 }
 
 // New checks the configuration.
@@ -147,6 +164,13 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Identity == "" {
 		cfg.Identity = uuid.NewString()
 	}
+	if cfg.Fields == nil {
+		fields, err := BuiltinFields()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Fields = fields
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -158,6 +182,7 @@ func New(cfg Config) (*Agent, error) {
 // running when the agent stops: a restarted agent adopts them. Stopping
 // by ctx is not an error, whatever step it interrupts.
 func (a *Agent) Run(ctx context.Context) error {
+	ctx = bus.WithWriter(ctx, bus.Writer{Manager: bus.AgentManager, Fields: a.cfg.Fields})
 	err := a.run(ctx)
 	if ctx.Err() != nil {
 		return nil

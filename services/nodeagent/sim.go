@@ -94,6 +94,11 @@ func RunSimulated(ctx context.Context, cfg SimConfig) error {
 	if cfg.Capacity == nil {
 		cfg.Capacity = kinds.ResourceList{"cpu": "32", "memory": "128Gi", "pods": "110"}
 	}
+	// One field tracker serves every simulated node.
+	fields, err := BuiltinFields()
+	if err != nil {
+		return err
+	}
 	errs := make(chan error, cfg.Nodes)
 	var wg sync.WaitGroup
 	ctx, cancel := context.WithCancel(ctx)
@@ -108,7 +113,7 @@ func RunSimulated(ctx context.Context, cfg SimConfig) error {
 			Bus: cfg.Bus, Logger: cfg.Logger, NodeName: name, Identity: identity,
 			Runtime: Simulated{Delay: cfg.Delay}, Capacity: cfg.Capacity,
 			Labels:         map[string]string{"homeostat.io/simulated": "true"},
-			HeartbeatEvery: cfg.HeartbeatEvery, Grace: cfg.Grace,
+			HeartbeatEvery: cfg.HeartbeatEvery, Grace: cfg.Grace, Fields: fields,
 		})
 		if err != nil {
 			return err

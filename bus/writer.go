@@ -1,0 +1,48 @@
+package bus
+
+import (
+	"context"
+
+	"github.com/homeostat/homeostat/object"
+)
+
+// FieldTracker records which manager wrote which fields of an object, in
+// its metadata.managedFields, as server-side apply reads them.
+type FieldTracker interface {
+	// Track returns next with its managed fields updated for a write by
+	// manager that replaces live (nil for a create). It never fails: a
+	// write it cannot type keeps the managed fields it had.
+	Track(manager string, live, next *object.Object) *object.Object
+}
+
+// Writer names who writes through a context: the controllers, the
+// scheduler or a node agent, each under a field manager of its own (what
+// kube-controller-manager, kube-scheduler and the kubelet are in
+// Kubernetes), so that an apply conflicting with a field they set names
+// them. The API records its clients' writes itself and names no writer.
+type Writer struct {
+	Manager string
+	Fields  FieldTracker
+}
+
+// AgentManager is the field manager of a node agent's writes, made
+// directly or through the node relay (the kubelet's in Kubernetes).
+const AgentManager = "homeostat-agent"
+
+type writerKey struct{}
+
+// WithWriter returns ctx whose writes through the bus's stores are
+// recorded under w: a service sets it once, on the context it runs with.
+func WithWriter(ctx context.Context, w Writer) context.Context {
+	return context.WithValue(ctx, writerKey{}, w)
+}
+
+// track records a write of next over live (nil for a create) under the
+// writer ctx names, if any.
+func track(ctx context.Context, live, next *object.Object) *object.Object {
+	w, ok := ctx.Value(writerKey{}).(Writer)
+	if !ok || w.Fields == nil || w.Manager == "" {
+		return next
+	}
+	return w.Fields.Track(w.Manager, live, next)
+}
