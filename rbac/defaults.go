@@ -44,7 +44,7 @@ func Defaults() (roles, bindings []*object.Object) {
 		role("view", to("edit"), nil, "view"),
 		role("system:aggregate-to-view", to("view"), []PolicyRule{
 			{Verbs: read, APIGroups: []string{""}, Resources: []string{"pods", "pods/log", "pods/status", "events",
-				"namespaces", "namespaces/status", "serviceaccounts", "configmaps"}},
+				"namespaces", "namespaces/status", "serviceaccounts", "configmaps", "services", "services/status"}},
 			{Verbs: read, APIGroups: []string{"apps"}, Resources: []string{"deployments", "deployments/status",
 				"replicasets", "replicasets/status", "daemonsets", "daemonsets/status"}},
 			{Verbs: read, APIGroups: []string{"batch"}, Resources: []string{"jobs", "jobs/status"}},
@@ -54,7 +54,7 @@ func Defaults() (roles, bindings []*object.Object) {
 		}, ""),
 		role("system:aggregate-to-edit", to("edit"), []PolicyRule{
 			// Secrets are edit's, not view's: reading one is holding what it guards.
-			{Verbs: write, APIGroups: []string{""}, Resources: []string{"pods", "serviceaccounts", "configmaps", "secrets"}},
+			{Verbs: write, APIGroups: []string{""}, Resources: []string{"pods", "serviceaccounts", "configmaps", "secrets", "services"}},
 			{Verbs: read, APIGroups: []string{""}, Resources: []string{"secrets"}},
 			{Verbs: []string{"create"}, APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}},
 			{Verbs: write, APIGroups: []string{"apps"}, Resources: []string{"deployments", "replicasets", "daemonsets"}},

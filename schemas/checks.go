@@ -21,6 +21,7 @@ var semanticChecks = map[string]func(map[string]any) []Cause{
 	"ClusterRole":              roleChecks,
 	"ConfigMap":                configMapChecks,
 	"Secret":                   secretChecks,
+	"Service":                  serviceChecks,
 }
 
 // roleChecks: a rule names resources (with their groups) or paths, not

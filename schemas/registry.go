@@ -87,6 +87,7 @@ var builtins = []builtin{
 	{"", "v1", "Pod", "pods", "pod.yaml", []string{"po"}, true},
 	{"", "v1", "Event", "events", "event.yaml", []string{"ev"}, true},
 	{"", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount.yaml", []string{"sa"}, true},
+	{"", "v1", "Service", "services", "service.yaml", []string{"svc"}, true},
 	{"", "v1", "ConfigMap", "configmaps", "configmap.yaml", []string{"cm"}, true},
 	{"", "v1", "Secret", "secrets", "secret.yaml", nil, true},
 	{"apps", "v1", "ReplicaSet", "replicasets", "replicaset.yaml", []string{"rs"}, true},

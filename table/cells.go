@@ -56,27 +56,45 @@ func podReady(_ *object.Object, d map[string]any) string {
 	return fmt.Sprintf("%d/%d", ready, total)
 }
 
-// podStatus is what kubectl shows: a waiting or terminated reason when a
-// container has one, Terminating during deletion, else the phase.
+// podStatus is what kubectl shows: the first container's waiting or
+// terminated reason (Completed for a finished pod), Running again when a
+// container has completed but another still runs, Terminating during the
+// deletion of a pod that has not finished, else the phase.
 func podStatus(o *object.Object, d map[string]any) string {
-	if o.Metadata.Deleting() {
+	phase := Str(d, "status", "phase")
+	reason := phase
+	if r := Str(d, "status", "reason"); r != "" {
+		reason = r
+	}
+	statuses := containerStatuses(d)
+	running := false
+	for i := len(statuses) - 1; i >= 0; i-- {
+		cs := statuses[i]
+		_, term := Field(cs, "state", "terminated").(map[string]any)
+		_, run := Field(cs, "state", "running").(map[string]any)
+		switch {
+		case Str(cs, "state", "waiting", "reason") != "":
+			reason = Str(cs, "state", "waiting", "reason")
+		case term && Str(cs, "state", "terminated", "reason") != "":
+			reason = Str(cs, "state", "terminated", "reason")
+		case term && Num(cs, "state", "terminated", "signal") != 0:
+			reason = fmt.Sprintf("Signal:%d", Num(cs, "state", "terminated", "signal"))
+		case term:
+			reason = fmt.Sprintf("ExitCode:%d", Num(cs, "state", "terminated", "exitCode"))
+		case run && Field(cs, "ready") == true:
+			running = true
+		}
+	}
+	if reason == "Completed" && running {
+		reason = "Running"
+	}
+	if o.Metadata.Deleting() && phase != "Succeeded" && phase != "Failed" {
 		return "Terminating"
 	}
-	if r := Str(d, "status", "reason"); r != "" {
-		return r
+	if reason == "" {
+		return "Pending"
 	}
-	for _, cs := range containerStatuses(d) {
-		if r := Str(cs, "state", "waiting", "reason"); r != "" {
-			return r
-		}
-		if r := Str(cs, "state", "terminated", "reason"); r != "" && Str(d, "status", "phase") != "Succeeded" {
-			return r
-		}
-	}
-	if p := Str(d, "status", "phase"); p != "" {
-		return p
-	}
-	return "Pending"
+	return reason
 }
 
 func podRestarts(d map[string]any) string {

@@ -180,6 +180,11 @@ func clusterColumns(kind string) []Column {
 		return eventColumns
 	case "ConfigMap":
 		return []Column{nameCol, dataCount, ageCol}
+	case "Service":
+		return []Column{nameCol, text("Type", 0, func(_ *object.Object, d map[string]any) string { return Str(d, "spec", "type") }),
+			text("Cluster-IP", 0, func(_ *object.Object, d map[string]any) string { return orNone(Str(d, "spec", "clusterIP")) }),
+			text("External-IP", 0, serviceExternal), text("Port(s)", 0, servicePorts), ageCol,
+			text("Selector", 1, func(_ *object.Object, d map[string]any) string { return orNone(mapText(Field(d, "spec", "selector"))) })}
 	case "Secret":
 		return []Column{nameCol, text("Type", 0, func(_ *object.Object, d map[string]any) string { return Str(d, "type") }), dataCount, ageCol}
 	case "CustomResourceDefinition":
@@ -197,6 +202,44 @@ func clusterColumns(kind string) []Column {
 			text("Users", 1, subjects("User")), text("Groups", 1, subjects("Group")), text("ServiceAccounts", 1, subjects("ServiceAccount"))}
 	}
 	return nil
+}
+
+// serviceExternal is a Service's external address as kubectl prints it:
+// an ExternalName's host, a LoadBalancer's ingress or <pending>.
+func serviceExternal(_ *object.Object, d map[string]any) string {
+	switch Str(d, "spec", "type") {
+	case "ExternalName":
+		return Str(d, "spec", "externalName")
+	case "LoadBalancer":
+		ingress, _ := Field(d, "status", "loadBalancer", "ingress").([]any)
+		var out []string
+		for _, i := range ingress {
+			m, _ := i.(map[string]any)
+			if a := Str(m, "ip") + Str(m, "hostname"); a != "" {
+				out = append(out, a)
+			}
+		}
+		if len(out) == 0 {
+			return "<pending>"
+		}
+		return strings.Join(out, ",")
+	}
+	return "<none>"
+}
+
+// servicePorts lists a Service's ports as port[:nodePort]/protocol.
+func servicePorts(_ *object.Object, d map[string]any) string {
+	ports, _ := Field(d, "spec", "ports").([]any)
+	var out []string
+	for _, p := range ports {
+		m, _ := p.(map[string]any)
+		s := fmt.Sprint(Num(m, "port"))
+		if np := Num(m, "nodePort"); np != 0 {
+			s += fmt.Sprintf(":%d", np)
+		}
+		out = append(out, s+"/"+Str(m, "protocol"))
+	}
+	return orNone(strings.Join(out, ","))
 }
 
 // dataCount counts a ConfigMap's or Secret's keys.

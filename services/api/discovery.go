@@ -108,7 +108,7 @@ func categories(res *schemas.Resource) []string {
 		return res.Categories
 	}
 	switch res.Kind {
-	case "Pod", "Deployment", "ReplicaSet", "DaemonSet", "Job":
+	case "Pod", "Service", "Deployment", "ReplicaSet", "DaemonSet", "Job":
 		return []string{"all"}
 	}
 	return nil

@@ -39,6 +39,8 @@ func selectableFields(res *schemas.Resource) map[string]string {
 		fields["status.successful"] = "status.succeeded"
 	case "Secret":
 		more = []string{"type"}
+	case "Service":
+		more = []string{"spec.clusterIP", "spec.type"}
 	}
 	for _, f := range more {
 		fields[f] = f

@@ -28,6 +28,7 @@ var kubeTypes = map[string]reflect.Type{
 	"v1/ServiceAccount":                 reflect.TypeFor[corev1.ServiceAccount](),
 	"v1/ConfigMap":                      reflect.TypeFor[corev1.ConfigMap](),
 	"v1/Secret":                         reflect.TypeFor[corev1.Secret](),
+	"v1/Service":                        reflect.TypeFor[corev1.Service](),
 	"apps/v1/Deployment":                reflect.TypeFor[appsv1.Deployment](),
 	"apps/v1/ReplicaSet":                reflect.TypeFor[appsv1.ReplicaSet](),
 	"apps/v1/DaemonSet":                 reflect.TypeFor[appsv1.DaemonSet](),
