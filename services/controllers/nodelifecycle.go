@@ -29,6 +29,10 @@ type nodeLifecycle struct {
 	mu     sync.RWMutex
 	leases map[string]*bus.Lease
 	synced bool
+	// registered are the nodes (name → uid) this process has announced
+	// with a RegisteredNode event, as Kubernetes' node controller does for
+	// each node it starts to follow.
+	registered sync.Map
 }
 
 // watchLeases keeps the lease view and enqueues the node of each change.
@@ -61,7 +65,11 @@ func (c *nodeLifecycle) watchLeases(ctx context.Context, leases *bus.Leases) {
 func (c *nodeLifecycle) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	n, ok := c.nodes.Get(req.Key)
 	if !ok {
+		c.registered.Delete(req.Key)
 		return reconcile.Result{}, nil
+	}
+	if uid, _ := c.registered.Swap(n.Metadata.Name, n.Metadata.UID); uid != n.Metadata.UID {
+		c.events.Event(ctx, n, kinds.EventNormal, "RegisteredNode", "Node %s event: Registered Node %s in Controller", n.Metadata.Name, n.Metadata.Name)
 	}
 	c.mu.RLock()
 	lease, synced := c.leases[n.Metadata.Name], c.synced
