@@ -443,9 +443,15 @@ spec:
   - name: c
     command: [sh, -c, 'echo "run at $(date +%s%N)"; sleep 0.3; exit 1']
 `, "apply", "-f", "-")
+	// Each run says when it ran, so the previous run's log is not the
+	// current one's.
 	poll.Until(t, "a previous log", 60*time.Second, func() bool {
-		out, err := k.run("", "logs", "crasher", "--previous")
-		return err == nil && strings.HasPrefix(out, "run at ")
+		prev, err := k.run("", "logs", "crasher", "--previous")
+		if err != nil || !strings.HasPrefix(prev, "run at ") {
+			return false
+		}
+		cur, err := k.run("", "logs", "crasher")
+		return err == nil && strings.HasPrefix(cur, "run at ") && cur != prev
 	})
 	plain := k.must("line", "", "logs", "counter", "--tail=2")
 	if !regexp.MustCompile(`^line \d+\nline \d+\n$`).MatchString(plain) {
