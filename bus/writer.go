@@ -15,24 +15,29 @@ type FieldTracker interface {
 	Track(manager string, live, next *object.Object) *object.Object
 }
 
-// Writer names who writes through a context: the controllers, the
-// scheduler or a node agent, each under a field manager of its own (what
-// kube-controller-manager, kube-scheduler and the kubelet are in
-// Kubernetes), so that an apply conflicting with a field they set names
-// them. The API records its clients' writes itself and names no writer.
+// Writer names who writes through a context: the controllers or a node
+// agent, each under a field manager of its own (what
+// kube-controller-manager and the kubelet are in Kubernetes), so that an
+// apply conflicting with a field they set names them. The API records its
+// clients' writes itself and names no writer; the scheduler's bindings
+// are recorded by no one, as Kubernetes records none for a binding.
 type Writer struct {
 	Manager string
 	Fields  FieldTracker
 }
 
-// AgentManager is the field manager of a node agent's writes, made
-// directly or through the node relay (the kubelet's in Kubernetes).
+// AgentManager is the field manager of a node agent's writes of its Node
+// and its Lease (the kubelet's in Kubernetes). Its writes of pods' status,
+// one or more for every pod that starts, are not tracked: tracking them
+// would make a pod's way to Running half again as long on two cores, and
+// no apply conflicts with them (an apply of a pod leaves its status be).
 const AgentManager = "homeostat-agent"
 
 type writerKey struct{}
 
 // WithWriter returns ctx whose writes through the bus's stores are
 // recorded under w: a service sets it once, on the context it runs with.
+// A Writer with no Manager records nothing.
 func WithWriter(ctx context.Context, w Writer) context.Context {
 	return context.WithValue(ctx, writerKey{}, w)
 }

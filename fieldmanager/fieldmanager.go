@@ -6,9 +6,9 @@
 // resources.
 //
 // The API applies its clients' configurations and records their other
-// writes with it. The controllers, the scheduler and the node agents write
-// through the bus, not the API; they record their writes under managers of
-// their own through Managers.Track, which the bus calls (bus.WithWriter).
+// writes with it. The controllers and the node agents write through the
+// bus, not the API; they record their writes under managers of their own
+// through Managers.Track, which the bus calls (bus.WithWriter).
 // Tracking never refuses a write: a write whose kind the field manager
 // cannot type keeps the managed fields it had.
 package fieldmanager
@@ -38,6 +38,8 @@ type Managers struct {
 	at  *openapi.Documents // what tc and fms were made from
 	tc  managedfields.TypeConverter
 	fms map[managerKey]*managedfields.FieldManager
+
+	creates memo
 }
 
 type managerKey struct {
@@ -119,13 +121,6 @@ func (m *Managers) Update(manager, subresource string, live, next *object.Object
 	}
 	next.Metadata.ManagedFields = b
 	return next
-}
-
-// Track records a write made through the bus by a controller, scheduler
-// or node agent under manager. A write that changes only the status (what
-// the status subresource would take) is recorded with subresource status.
-func (m *Managers) Track(manager string, live, next *object.Object) *object.Object {
-	return m.Update(manager, Subresource(live, next), live, next)
 }
 
 // Subresource names the subresource a write through the API would have

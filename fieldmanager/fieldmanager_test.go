@@ -92,6 +92,37 @@ func TestTrackRecordsEachWriter(t *testing.T) {
 	}
 }
 
+// TestTrackRemembersCreates: objects alike but for what the field manager
+// strips get the same managed fields, each stamped with its own time, as
+// the field manager gives them; another object gets its own; Events are
+// not tracked.
+func TestTrackRemembersCreates(t *testing.T) {
+	m := managers(t)
+	first := m.Track("homeostat-controllers", nil, pod(t, created))
+	other := pod(t, strings.Replace(created, `"web-1"`, `"web-2"`, 1))
+	other.Metadata.UID = "another"
+	second := m.Track("homeostat-controllers", nil, other)
+	a, b := entries(t, first)["homeostat-controllers/"], entries(t, second)["homeostat-controllers/"]
+	if len(a.Fields) == 0 || string(a.Fields) != string(b.Fields) || len(entries(t, second)) != 1 {
+		t.Fatalf("pods alike were tracked apart:\n%s\n%s", first.Metadata.ManagedFields, second.Metadata.ManagedFields)
+	}
+	if !strings.Contains(string(second.Metadata.ManagedFields), `"time":"20`) {
+		t.Fatalf("a remembered create has no time: %s", second.Metadata.ManagedFields)
+	}
+	direct := m.Update("homeostat-controllers", "", nil, pod(t, strings.Replace(created, `"web-1"`, `"web-3"`, 1)))
+	if d := entries(t, direct)["homeostat-controllers/"]; string(d.Fields) != string(b.Fields) {
+		t.Fatalf("a remembered create differs from the field manager's answer:\n%s\n%s", d.Fields, b.Fields)
+	}
+	sidecar := m.Track("homeostat-controllers", nil, pod(t, strings.Replace(created, `"name":"web","command"`, `"name":"sidecar","command"`, 1)))
+	if s := entries(t, sidecar)["homeostat-controllers/"]; !strings.Contains(string(s.Fields), `sidecar`) {
+		t.Fatalf("another pod was given a remembered answer: %s", s.Fields)
+	}
+	ev := pod(t, `{"apiVersion":"v1","kind":"Event","metadata":{"name":"e","namespace":"default"},"reason":"Started"}`)
+	if got := m.Track("homeostat-controllers", nil, ev); len(got.Metadata.ManagedFields) != 0 {
+		t.Fatalf("an Event was tracked: %s", got.Metadata.ManagedFields)
+	}
+}
+
 // TestTrackKeepsWhatItCannotType: a kind with no schema keeps its managed
 // fields, and the write goes on.
 func TestTrackKeepsWhatItCannotType(t *testing.T) {

@@ -459,11 +459,10 @@ spec:
 	}
 }
 
-// TestKubectlControllersOwnTheirFields: what the controllers, the
-// scheduler and the node agent write is recorded under managers of their
-// own, as kube-controller-manager's, kube-scheduler's and the kubelet's
-// writes are; an apply of a field the controllers set conflicts, naming
-// them.
+// TestKubectlControllersOwnTheirFields: what the controllers and the node
+// agent write is recorded under managers of their own, as
+// kube-controller-manager's and the kubelet's writes are; an apply of a
+// field the controllers set conflicts, naming them.
 func TestKubectlControllersOwnTheirFields(t *testing.T) {
 	s := startUp(t, t.TempDir())
 	k := newKubectl(t, s)
@@ -479,7 +478,7 @@ func TestKubectlControllersOwnTheirFields(t *testing.T) {
 	}{
 		{"the Deployment", []string{"deployments"}, []string{"kubectl/Apply/ ", "homeostat-controllers/Update/status "}},
 		{"its ReplicaSet", []string{"replicasets", "-l", "app=web"}, []string{"homeostat-controllers/Update/ ", "homeostat-controllers/Update/status "}},
-		{"its pod", []string{"pods", "-l", "app=web"}, []string{"homeostat-controllers/Update/ ", "homeostat-scheduler/Update/ ", "homeostat-agent/Update/status "}},
+		{"its pod", []string{"pods", "-l", "app=web"}, []string{"homeostat-controllers/Update/ "}},
 		{"the node", []string{"nodes"}, []string{"homeostat-agent/Update/"}},
 	} {
 		got := managers(c.args...)

@@ -249,11 +249,7 @@ func (s *Service) start(ctx context.Context, errs chan<- error) error {
 	go func() { errs <- s.compactLoop(ctx) }()
 	go func() { s.events.Run(ctx); errs <- nil }()
 	// Node agents write their pods through the API's replicas.
-	go func() {
-		// The relay writes pods' status for their nodes' agents.
-		agents := bus.WithWriter(ctx, bus.Writer{Manager: bus.AgentManager, Fields: s.fields})
-		errs <- s.cfg.Bus.ServeNodeRelay(agents, s.log)
-	}()
+	go func() { errs <- s.cfg.Bus.ServeNodeRelay(ctx, s.log) }()
 	// The controllers remove RBAC objects and tokens through them too.
 	go func() { errs <- s.cfg.Bus.ServeCollector(ctx, s.log) }()
 	<-ctx.Done()

@@ -361,7 +361,10 @@ func (a *Agent) nodeStatus(conds []object.Condition) kinds.NodeStatus {
 type storeWriter struct{ pods *bus.Store }
 
 func (w storeWriter) UpdateStatus(ctx context.Context, pod, current *object.Object) (*object.Object, error) {
-	return w.pods.Update(ctx, pod, bus.UpdateOptions{Current: current})
+	// A pod's status is the writes that come at the rate pods start: it
+	// is not tracked (see bus.AgentManager), as the relay does not track
+	// it either.
+	return w.pods.Update(bus.WithWriter(ctx, bus.Writer{}), pod, bus.UpdateOptions{Current: current})
 }
 
 func (w storeWriter) Remove(ctx context.Context, key, uid string) error {

@@ -23,9 +23,7 @@ import (
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/clock"
-	"github.com/homeostat/homeostat/fieldmanager"
 	"github.com/homeostat/homeostat/kinds"
-	"github.com/homeostat/homeostat/openapi"
 	"github.com/homeostat/homeostat/reconcile"
 	"github.com/homeostat/homeostat/schemas"
 )
@@ -49,10 +47,6 @@ type Config struct {
 
 // LeaseKey is the leadership lease.
 const LeaseKey = "scheduler"
-
-// FieldManager is the scheduler's field manager: its bindings are recorded
-// under it in pods' managedFields, as kube-scheduler's are in Kubernetes.
-const FieldManager = "homeostat-scheduler"
 
 // Service is one scheduler replica.
 type Service struct {
@@ -193,7 +187,6 @@ func (s *Service) onNode(ch reconcile.Change) {
 // node pod index while it leads.
 // Stopping by ctx is not an error, whatever it interrupts.
 func (s *Service) Run(ctx context.Context) error {
-	ctx = bus.WithWriter(ctx, bus.Writer{Manager: FieldManager, Fields: fieldmanager.New(openapi.NewCache(s.reg))})
 	err := s.run(ctx)
 	if ctx.Err() != nil {
 		return nil
