@@ -124,13 +124,18 @@ func TestTrackRemembersCreates(t *testing.T) {
 }
 
 // TestTrackKeepsWhatItCannotType: a kind with no schema keeps its managed
-// fields, and the write goes on.
+// fields, and the write goes on; one with none gets none (not fields of a
+// type deduced from the object).
 func TestTrackKeepsWhatItCannotType(t *testing.T) {
 	m := managers(t)
 	o := pod(t, `{"apiVersion":"example.com/v1","kind":"Unknown","metadata":{"name":"x","managedFields":[{"manager":"a","operation":"Update"}]}}`)
 	before := string(o.Metadata.ManagedFields)
 	if got := m.Track("homeostat-controllers", nil, o); string(got.Metadata.ManagedFields) != before {
 		t.Fatalf("an untyped kind's managed fields changed: %s", got.Metadata.ManagedFields)
+	}
+	bare := pod(t, `{"apiVersion":"example.com/v1","kind":"Unknown","metadata":{"name":"y"},"spec":{"a":1}}`)
+	if got := m.Track("homeostat-controllers", nil, bare); len(got.Metadata.ManagedFields) != 0 {
+		t.Fatalf("an untyped kind was tracked as deduced: %s", got.Metadata.ManagedFields)
 	}
 }
 
