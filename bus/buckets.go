@@ -136,12 +136,28 @@ func (c *Conn) ensureStream(ctx context.Context, cfg jetstream.StreamConfig) err
 		}
 		same := reflect.DeepEqual(have.Sources, cfg.Sources) && reflect.DeepEqual(have.Subjects, cfg.Subjects) &&
 			(cfg.Duplicates == 0 || have.Duplicates == cfg.Duplicates) &&
-			(cfg.MaxAge == 0 || have.MaxAge == cfg.MaxAge) && (cfg.MaxBytes == 0 || have.MaxBytes == cfg.MaxBytes)
+			(cfg.MaxAge == 0 || have.MaxAge == cfg.MaxAge) && (cfg.MaxBytes == 0 || have.MaxBytes == cfg.MaxBytes) &&
+			(cfg.MaxMsgsPerSubject == 0 || have.MaxMsgsPerSubject == cfg.MaxMsgsPerSubject)
 		if same {
 			return nil
 		}
 		if _, err := c.js.UpdateStream(ctx, cfg); err != nil {
 			return fmt.Errorf("bus: update stream %s: %w", cfg.Name, translate(err))
+		}
+		return nil
+	})
+}
+
+// openStream opens a stream as it is, creating it with cfg only when it
+// does not exist and this connection may.
+func (c *Conn) openStream(ctx context.Context, cfg jetstream.StreamConfig) error {
+	return c.UntilAvailable(ctx, "stream "+cfg.Name, func(ctx context.Context) error {
+		_, err := c.js.Stream(ctx, cfg.Name)
+		if err == nil || c.openOnly || !errors.Is(translate(err), ErrNotFound) {
+			return notCreatedYet("stream "+cfg.Name, err)
+		}
+		if _, err := c.js.CreateStream(ctx, cfg); err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return fmt.Errorf("bus: create stream %s: %w", cfg.Name, translate(err))
 		}
 		return nil
 	})

@@ -393,3 +393,41 @@ func (c *Conn) MeasureWriteCeiling(ctx context.Context, n int, payload []byte) (
 	}
 	return float64(n) / time.Since(start).Seconds(), nil
 }
+
+// QueueEntry is what a work queue holds for one key.
+type QueueEntry struct {
+	// Since is when the key's message was stored: when it was queued.
+	Since time.Time
+	// Delivered: a worker has had it at least once, so it is being
+	// worked on or was handed back to wait out a backoff.
+	Delivered bool
+}
+
+// QueueEntry reports what the work queue of a controller holds for key,
+// or nil when it holds nothing (the key is idle). It reads and creates
+// nothing: a queue that does not exist holds nothing.
+func (c *Conn) QueueEntry(ctx context.Context, queue, key string) (*QueueEntry, error) {
+	if !validKey(key) {
+		return nil, nil
+	}
+	m, err := c.lastMsg(ctx, queueStream(queue), queuePrefix+queue+"."+key)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	e := &QueueEntry{Since: m.time}
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	cons, err := c.js.Consumer(ctx, queueStream(queue), "workers")
+	if err != nil {
+		return nil, translate(err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return nil, translate(err)
+	}
+	e.Delivered = info.Delivered.Stream >= m.seq
+	return e, nil
+}

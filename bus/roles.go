@@ -72,7 +72,7 @@ var roleReads = []string{
 // them), so theirs is every bucket but the bus's bookkeeping and the
 // protected ones (roleDenied), and requests to the collector.
 var roleWrites = map[Role][]string{
-	RoleControllers: {"$KV.*.>", queuePrefix + ">", tracesPrefix + ">", collectSubject},
+	RoleControllers: {"$KV.*.>", queuePrefix + ">", tracesPrefix + ">", historyPrefix + ">", collectSubject},
 	RoleScheduler: {kvPrefix(bucketName("pods")) + ">", kvPrefix(bucketName("events")) + ">",
 		kvPrefix(leaseBucket) + ">", nodePodsPrefix + ">", tracesPrefix + ">"},
 	RoleSimulated: {kvPrefix(bucketName("pods")) + ">", kvPrefix(bucketName("nodes")) + ">",

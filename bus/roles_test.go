@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/testenv/poll"
 )
 
 // Every confined role is refused stream management, message deletion,
@@ -30,13 +31,13 @@ var roleCases = []struct {
 	{bus.RoleScheduler,
 		[]string{"$KV.hs_deployments_apps.default.d", "$KV.hs_replicasets_apps.default.rs", "$KV.hs_nodes.n2",
 			"$KV.hs_roles_rbac_authorization_k8s_io.default.r", "$KV.hs_clusterrolebindings_rbac_authorization_k8s_io.crb",
-			"$KV.hs_tokens_homeostat_io.default.t", "wq.deployment.default.d"},
+			"$KV.hs_tokens_homeostat_io.default.t", "wq.deployment.default.d", "hist.hs_pods.default.x"},
 		[]string{"deployments.apps/default.d", "replicasets.apps/default.rs", "nodes/n2",
 			"roles.rbac.authorization.k8s.io/default.r", "clusterrolebindings.rbac.authorization.k8s.io/crb"}},
 	{bus.RoleSimulated,
 		[]string{"$KV.hs_deployments_apps.default.d", "$KV.hs_replicasets_apps.default.rs",
 			"$KV.hs_roles_rbac_authorization_k8s_io.default.r", "$KV.hs_clusterrolebindings_rbac_authorization_k8s_io.crb",
-			"$KV.hs_tokens_homeostat_io.default.t", "wq.deployment.default.d", "np.n1.default.x"},
+			"$KV.hs_tokens_homeostat_io.default.t", "wq.deployment.default.d", "np.n1.default.x", "hist.hs_pods.default.x"},
 		[]string{"deployments.apps/default.d", "replicasets.apps/default.rs",
 			"roles.rbac.authorization.k8s.io/default.r", "clusterrolebindings.rbac.authorization.k8s.io/crb"}},
 	{bus.RoleControllers,
@@ -53,7 +54,7 @@ func TestRoleCredentialsAreConfined(t *testing.T) {
 	ctx := context.Background()
 	op, server := operatorBus(t)
 	stores := seedOwners(t, server)
-	if err := server.Provision(ctx, []string{"deployment"}); err != nil {
+	if err := server.Provision(ctx, bus.ProvisionOptions{Queues: []string{"deployment"}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range roleCases {
@@ -172,6 +173,18 @@ func roleDoesItsWork(t *testing.T, conn *bus.Conn, role bus.Role) {
 		if err := consumeOne(ctx, q); err != nil {
 			t.Fatalf("the controllers working their queue: %v", err)
 		}
+		h, err := conn.History(ctx, bus.HistoryOptions{})
+		if err != nil {
+			t.Fatalf("the controllers opening the reconcile history: %v", err)
+		}
+		if err := h.Append("deployments.apps", "default.d", []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+		poll.Until(t, "the controllers' history entry", 10*time.Second, func() bool {
+			n := 0
+			err := h.Read(ctx, "deployments.apps", "default.d", time.Time{}, func([]byte) error { n++; return nil })
+			return err == nil && n == 1
+		})
 	}
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()

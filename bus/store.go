@@ -237,6 +237,7 @@ func (s *Store) Create(ctx context.Context, o *object.Object) (*object.Object, e
 		return nil, fmt.Errorf("%s %q: %w", s.spec.Resource, key, err)
 	}
 	n.Metadata.ResourceVersion = strconv.FormatUint(rev, 10)
+	s.noteWrite(ctx, VerbCreated, key, nil, n)
 	return n, nil
 }
 
@@ -260,6 +261,7 @@ func (s *Store) createOver(ctx context.Context, n *object.Object, a *Authority) 
 		return nil, err
 	}
 	n.Metadata.ResourceVersion = strconv.FormatUint(rev, 10)
+	s.noteWrite(ctx, VerbCreated, n.Key(), nil, n)
 	return n, nil
 }
 
@@ -342,6 +344,7 @@ func (s *Store) Update(ctx context.Context, o *object.Object, opts UpdateOptions
 		return nil, fmt.Errorf("%s %q: %w", s.spec.Resource, key, err)
 	}
 	n.Metadata.ResourceVersion = strconv.FormatUint(nrev, 10)
+	s.noteWrite(ctx, VerbUpdated, key, cur, n)
 	return n, nil
 }
 
@@ -363,6 +366,7 @@ func (s *Store) remove(ctx context.Context, o *object.Object, rev uint64) (*obje
 		return nil, fmt.Errorf("%s %q: %w", s.spec.Resource, n.Key(), err)
 	}
 	n.Metadata.ResourceVersion = strconv.FormatUint(nrev, 10)
+	s.noteWrite(ctx, VerbDeleted, n.Key(), nil, n)
 	return n, nil
 }
 
@@ -473,6 +477,7 @@ func (s *Store) republish(ctx context.Context, n *object.Object, rev uint64) (*o
 		return nil, false, fmt.Errorf("%s %q: %w", s.spec.Resource, n.Key(), err)
 	}
 	n.Metadata.ResourceVersion = strconv.FormatUint(nrev, 10)
+	s.noteWrite(ctx, VerbDeleted, n.Key(), nil, n)
 	return n, false, nil
 }
 
@@ -535,6 +540,7 @@ func (s *Store) CreateMany(ctx context.Context, objs []*object.Object, opts Crea
 		select {
 		case ack := <-f.Ok():
 			out[i].Metadata.ResourceVersion = strconv.FormatUint(ack.Sequence, 10)
+			s.noteWrite(ctx, VerbCreated, out[i].Key(), nil, out[i])
 		case err := <-f.Err():
 			if !errors.Is(translate(err), ErrConflict) {
 				out[i], errs[i] = nil, translate(err)

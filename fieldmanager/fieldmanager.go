@@ -127,19 +127,10 @@ func (m *Managers) Update(manager, subresource string, live, next *object.Object
 // made of next over live: "status" when it changes the status and nothing
 // else, "" otherwise.
 func Subresource(live, next *object.Object) string {
-	if live == nil || object.SameJSON(live.Status, next.Status) || !object.SameJSON(live.Spec, next.Spec) {
-		return ""
+	if object.StatusOnly(live, next) {
+		return "status"
 	}
-	a, b := live.Clone(), next.Clone()
-	for _, o := range []*object.Object{a, b} {
-		o.Status, o.Metadata.ManagedFields, o.Metadata.ResourceVersion = nil, nil, ""
-	}
-	ea, err1 := object.Encode(a)
-	eb, err2 := object.Encode(b)
-	if err1 != nil || err2 != nil || !object.SameJSON(ea, eb) {
-		return ""
-	}
-	return "status"
+	return ""
 }
 
 // Apply merges an applied configuration into live (an empty object of the

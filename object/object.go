@@ -301,3 +301,19 @@ const (
 	// FinalizerNamespace: a namespace stays until everything in it is gone.
 	FinalizerNamespace = "homeostat.io/namespace"
 )
+
+// StatusOnly reports whether next differs from live in its status and in
+// nothing else but what a store sets (resourceVersion, managed fields):
+// the write the status subresource would make.
+func StatusOnly(live, next *Object) bool {
+	if live == nil || SameJSON(live.Status, next.Status) || !SameJSON(live.Spec, next.Spec) {
+		return false
+	}
+	a, b := live.Clone(), next.Clone()
+	for _, o := range []*Object{a, b} {
+		o.Status, o.Metadata.ManagedFields, o.Metadata.ResourceVersion = nil, nil, ""
+	}
+	ea, err1 := Encode(a)
+	eb, err2 := Encode(b)
+	return err1 == nil && err2 == nil && SameJSON(ea, eb)
+}

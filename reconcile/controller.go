@@ -187,15 +187,23 @@ func (c *Controller) handle(ctx context.Context, d *bus.Delivery) {
 		))
 	stop := c.keepAlive(sctx, d)
 	start := time.Now()
+	traceID := span.SpanContext().TraceID().String()
+	entry := HistoryEntry{Time: start.UTC(), Controller: c.opts.Name, Kind: c.opts.For.Kind, Key: d.Key, Revision: rev,
+		Attempt: d.Attempt, TraceID: traceID, Worker: c.mgr.opts.Identity}
 	// The reconcile ends if its claim is lost; what follows it does not.
 	rctx, cancel := context.WithCancelCause(sctx)
 	stopClaim := context.AfterFunc(claim, func() { cancel(context.Cause(claim)) })
+	var changes bus.Changes
+	rctx = bus.WithChanges(rctx, &changes)
+	marked := c.markInProgress(entry)
 	res, err := c.call(rctx, req)
+	marked.Stop()
 	stopClaim()
 	cancel(nil)
 	stop()
 	elapsed := time.Since(start)
-	result := c.settle(sctx, d, res, err, span.SpanContext().TraceID().String(), rev)
+	result := c.settle(sctx, d, res, err, traceID, rev)
+	c.recordHistory(entry, elapsed, res, err, changes.Summary())
 	span.SetAttributes(attribute.String("result", result))
 	if err != nil {
 		span.RecordError(err)
@@ -203,6 +211,30 @@ func (c *Controller) handle(ctx context.Context, d *bus.Delivery) {
 	}
 	span.End()
 	reconcileDuration.WithLabelValues(c.opts.Name, result).Observe(elapsed.Seconds())
+}
+
+// markInProgress records, should the reconcile of entry still run after
+// inProgressAfter, that it is in progress, and where: a reconcile that
+// hangs is then seen with its worker, not only once it ends.
+func (c *Controller) markInProgress(entry HistoryEntry) *time.Timer {
+	return time.AfterFunc(inProgressAfter, func() {
+		entry.Outcome = OutcomeInProgress
+		c.mgr.history.append(c.opts.For.Resource, entry)
+	})
+}
+
+// recordHistory appends the entry of a reconcile that ended.
+func (c *Controller) recordHistory(entry HistoryEntry, elapsed time.Duration, res Result, err error, changes []bus.ChangeSummary) {
+	entry.Outcome = outcome(res, err, changes)
+	entry.Changes = changes
+	entry.DurationMS = float64(elapsed.Microseconds()) / 1000
+	if err != nil {
+		entry.Error = err.Error()
+	}
+	if res.RequeueAfter > 0 && err == nil {
+		entry.RequeueAfter = res.RequeueAfter.String()
+	}
+	c.mgr.history.append(c.opts.For.Resource, entry)
 }
 
 // claim takes the key's claim for an Exclusive controller and returns a

@@ -33,6 +33,7 @@ type Manager struct {
 	opts    ManagerOptions
 	log     *slog.Logger
 	retries *retries
+	history *historyWriter
 
 	// warnings records the runtime's own Warning events.
 	warnings *Recorder
@@ -64,7 +65,12 @@ func NewManager(ctx context.Context, opts ManagerOptions) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{opts: opts, log: log, retries: r, informers: map[string]*Informer{}, ready: make(chan struct{})}
+	h, err := opts.Bus.History(ctx, bus.HistoryOptions{})
+	if err != nil {
+		return nil, err
+	}
+	m := &Manager{opts: opts, log: log, retries: r, history: &historyWriter{h: h, log: log},
+		informers: map[string]*Informer{}, ready: make(chan struct{})}
 	if m.warnings, err = m.Recorder(ctx, "homeostat-runtime"); err != nil {
 		return nil, err
 	}

@@ -69,6 +69,8 @@ type Config struct {
 	// rest of the streams, since the controllers' credentials may not
 	// create streams.
 	Queues []string
+	// History bounds the reconcile history (bus defaults when zero).
+	History bus.HistoryOptions
 }
 
 // AuditConfig configures the audit log.
@@ -271,7 +273,7 @@ func (s *Service) setup(ctx context.Context) error {
 			return fmt.Errorf("api: setup %s: %w", res.GroupResource(), err)
 		}
 	}
-	if err := s.bus.Provision(ctx, s.cfg.Queues); err != nil {
+	if err := s.bus.Provision(ctx, bus.ProvisionOptions{Queues: s.cfg.Queues, History: s.cfg.History}); err != nil {
 		return fmt.Errorf("api: setup: %w", err)
 	}
 	var err error

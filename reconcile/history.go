@@ -1,0 +1,100 @@
+package reconcile
+
+import (
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/homeostat/homeostat/bus"
+)
+
+// HistoryEntry records one reconcile of an object: when, by which
+// controller and worker, on what revision, how it ended and what it
+// changed. The runtime appends one per reconcile to the object's history
+// (bus.History), which outlives the reconcile's trace and the retry
+// record a success deletes.
+type HistoryEntry struct {
+	Time       time.Time `json:"time"`
+	Controller string    `json:"controller"`
+	Kind       string    `json:"kind,omitempty"`
+	Key        string    `json:"key"`
+	// Revision is the object's revision that caused the reconcile (0 when
+	// it was not caused by a change of the object: a resync, a child).
+	Revision uint64 `json:"revision,omitempty"`
+	Attempt  uint64 `json:"attempt"`
+	// Outcome is one of the Outcome constants.
+	Outcome string `json:"outcome"`
+	// Changes are the writes the reconcile made, summed by verb and
+	// resource.
+	Changes      []bus.ChangeSummary `json:"changes,omitempty"`
+	Error        string              `json:"error,omitempty"`
+	RequeueAfter string              `json:"requeueAfter,omitempty"`
+	// DurationMS is how long the reconcile ran, in milliseconds.
+	DurationMS float64 `json:"durationMs"`
+	TraceID    string  `json:"traceID,omitempty"`
+	// Worker names the process that ran it (its identity).
+	Worker string `json:"worker,omitempty"`
+}
+
+// Outcomes of a reconcile, as its history entry gives them.
+const (
+	// OutcomeUnchanged: it succeeded and wrote nothing.
+	OutcomeUnchanged = "unchanged"
+	// OutcomeChanged: it succeeded and wrote what Changes lists.
+	OutcomeChanged = "changed"
+	// OutcomeRequeue: it succeeded and asked to run again after
+	// RequeueAfter.
+	OutcomeRequeue = "requeue"
+	// OutcomeError: it failed and will be retried after a backoff.
+	OutcomeError = "error"
+	// OutcomeTerminal: it failed in a way retrying cannot fix.
+	OutcomeTerminal = "terminal"
+	// OutcomeInProgress marks a reconcile still running after
+	// inProgressAfter; the entry of its end follows it.
+	OutcomeInProgress = "in progress"
+)
+
+// inProgressAfter is how long a reconcile runs before its history says it
+// is in progress. Most end long before, and record only their end.
+const inProgressAfter = time.Second
+
+// historyWriter appends the entries of a process's reconciles.
+type historyWriter struct {
+	h   *bus.History
+	log *slog.Logger
+	// warned: a failed append is logged once, not once per reconcile.
+	warned sync.Once
+}
+
+// outcome names how a reconcile ended.
+func outcome(res Result, err error, changes []bus.ChangeSummary) string {
+	switch {
+	case err != nil && IsTerminal(err):
+		return OutcomeTerminal
+	case err != nil:
+		return OutcomeError
+	case res.RequeueAfter > 0:
+		return OutcomeRequeue
+	case len(changes) > 0:
+		return OutcomeChanged
+	}
+	return OutcomeUnchanged
+}
+
+// append records an entry of the object resource/key; it never blocks on
+// the store nor fails the reconcile.
+func (w *historyWriter) append(resource string, e HistoryEntry) {
+	if w == nil || w.h == nil || resource == "" {
+		return
+	}
+	data, err := json.Marshal(e)
+	if err == nil {
+		err = w.h.Append(resource, e.Key, data)
+	}
+	if err != nil {
+		w.warned.Do(func() {
+			w.log.Warn("recording reconcile history (further failures are not logged)", "controller", e.Controller, "key", e.Key, "err", err)
+		})
+	}
+}
