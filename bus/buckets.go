@@ -95,7 +95,9 @@ func bucketDiffs(have jetstream.StreamConfig, want jetstream.KeyValueConfig) []s
 	if have.MaxMsgsPerSubject != int64(want.History) {
 		d = append(d, fmt.Sprintf("history %d (want %d)", have.MaxMsgsPerSubject, want.History))
 	}
-	if have.MaxAge != want.TTL {
+	// How long values live may be changed (Retain); whether they expire
+	// may not.
+	if (have.MaxAge > 0) != (want.TTL > 0) {
 		d = append(d, fmt.Sprintf("ttl %s (want %s)", have.MaxAge, want.TTL))
 	}
 	if have.Replicas != want.Replicas {
@@ -175,4 +177,38 @@ func notCreatedYet(what string, err error) error {
 		return fmt.Errorf("bus: open %s: %w", what, err)
 	}
 	return nil
+}
+
+// Retain brings how long the values of an expiring resource's bucket
+// (Events) live after their last write to ttl.
+func (c *Conn) Retain(ctx context.Context, resource string, ttl time.Duration) error {
+	name := kvStream(bucketName(resource))
+	return c.UntilAvailable(ctx, "stream "+name, func(ctx context.Context) error {
+		st, err := c.js.Stream(ctx, name)
+		if err != nil {
+			return fmt.Errorf("bus: open stream %s: %w", name, translate(err))
+		}
+		cfg := st.CachedInfo().Config
+		switch {
+		case cfg.MaxAge == ttl:
+			return nil
+		case cfg.MaxAge == 0 || ttl <= 0:
+			return fmt.Errorf("%w: %s does not expire its values; only an expiring bucket's time to live may change", ErrInvalid, resource)
+		}
+		cfg.MaxAge = ttl
+		if _, err := c.js.UpdateStream(ctx, cfg); err != nil {
+			return fmt.Errorf("bus: update stream %s: %w", name, translate(err))
+		}
+		return nil
+	})
+}
+
+// Retention is how long the values of a resource's bucket live after
+// their last write (0: for ever).
+func (c *Conn) Retention(ctx context.Context, resource string) (time.Duration, error) {
+	info, err := c.leaderInfo(ctx, kvStream(bucketName(resource)))
+	if err != nil {
+		return 0, err
+	}
+	return info.Config.MaxAge, nil
 }

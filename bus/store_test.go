@@ -344,6 +344,32 @@ func TestIncompatibleBucketRefused(t *testing.T) {
 	}
 }
 
+// TestRetainChangesHowLongValuesLive: an expiring bucket opens whatever
+// its time to live, which Retain changes; a bucket whose values do not
+// expire cannot be made to.
+func TestRetainChangesHowLongValuesLive(t *testing.T) {
+	ctx := context.Background()
+	c := bustest.Conn(t)
+	if _, err := c.Store(ctx, bus.StoreSpec{Resource: "notes", TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bustest.Client(t, c).Store(ctx, bus.StoreSpec{Resource: "notes", TTL: 2 * time.Hour}); err != nil {
+		t.Fatalf("an expiring bucket opened with another time to live: %v", err)
+	}
+	if err := c.Retain(ctx, "notes", 3*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Retention(ctx, "notes"); err != nil || got != 3*time.Hour {
+		t.Fatalf("time to live %s (%v) after Retain, want 3h", got, err)
+	}
+	if _, err := c.Store(ctx, bus.StoreSpec{Resource: "things"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Retain(ctx, "things", time.Hour); !errors.Is(err, bus.ErrInvalid) {
+		t.Fatalf("Retain of a bucket that does not expire: %v, want ErrInvalid", err)
+	}
+}
+
 func TestConcurrentSetup(t *testing.T) {
 	ctx := context.Background()
 	srv := bustest.Conn(t)

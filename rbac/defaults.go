@@ -49,7 +49,7 @@ func Defaults() (roles, bindings []*object.Object) {
 				"replicasets", "replicasets/status", "daemonsets", "daemonsets/status"}},
 			{Verbs: read, APIGroups: []string{"batch"}, Resources: []string{"jobs", "jobs/status"}},
 			{Verbs: read, APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}},
-			{Verbs: []string{"get"}, APIGroups: []string{"*"}, Resources: []string{"*/reconcile", "*/raw"}},
+			{Verbs: []string{"get"}, APIGroups: []string{"*"}, Resources: []string{"*/reconcile", "*/raw", "*/history", "*/explain"}},
 			{Verbs: []string{"get"}, APIGroups: []string{"homeostat.io"}, Resources: []string{"traces"}},
 		}, ""),
 		role("system:aggregate-to-edit", to("edit"), []PolicyRule{

@@ -24,9 +24,10 @@ var builtinFS embed.FS
 
 const schemaBase = "https://homeostat.io/schemas/"
 
-// EventTTL is how long an Event lives after its last write, so that events
-// never pile up.
-const EventTTL = time.Hour
+// EventTTL is how long an Event lives after its last write by default, so
+// that events never pile up: as long as the reconcile history, which they
+// are read beside. The API may be told otherwise (bus.Conn.Retain).
+const EventTTL = 7 * 24 * time.Hour
 
 // Resource is one kind the API serves.
 type Resource struct {

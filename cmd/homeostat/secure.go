@@ -26,13 +26,14 @@ import (
 // neither --kubeconfig nor $KUBECONFIG says otherwise.
 const adminKubeconfig = "admin.kubeconfig"
 
-// secureFlags say how the API is secured.
+// secureFlags say how the API is secured, and what it keeps.
 type secureFlags struct {
 	plaintext   bool
 	sans        []string
 	auditLevel  string
 	auditMaxAge time.Duration
 	limits      api.Limits
+	retention   retentionFlags
 }
 
 func (s *secureFlags) register(fs *pflag.FlagSet) {
@@ -41,6 +42,7 @@ func (s *secureFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&s.auditMaxAge, "audit-max-age", 7*24*time.Hour, "how long audit records are kept")
 	fs.IntVar(&s.limits.InFlight, "max-requests-inflight-per-user", 100, "requests one user may have served at once (watches aside); beyond it the API answers 429 (system:masters is exempt)")
 	fs.IntVar(&s.limits.LongRunning, "max-watches-per-user", 250, "watches and followed logs one user may hold open")
+	s.retention.register(fs)
 	fs.StringSliceVar(&s.sans, "tls-san", nil, "more host names or addresses for the API's serving certificate (127.0.0.1, localhost and the host name are always in it)")
 }
 
@@ -186,6 +188,7 @@ func (s *secureFlags) serveAPI(conn *bus.Conn, log *slog.Logger, listen, dataDir
 		return nil, fmt.Errorf("--listen: %w", err)
 	}
 	cfg := api.Config{Bus: conn, Listener: ln, Logger: log, Extra: metricsHandlers(), Queues: controllers.Queues}
+	s.retention.apply(&cfg)
 	admin, err := s.apply(&cfg, dataDir, ln.Addr())
 	if err != nil {
 		ln.Close()

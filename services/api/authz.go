@@ -53,7 +53,7 @@ func forbidden(a rbac.Attributes) *apiError {
 
 // namespaceSubresources are the subresources of a Namespace, whose paths
 // (/api/v1/namespaces/NAME/SUB) read like a collection in a namespace.
-var namespaceSubresources = []string{"status", "finalize", "raw", "reconcile"}
+var namespaceSubresources = []string{"status", "finalize", "raw", "reconcile", "history", "explain"}
 
 // requestAttributes reads what a request asks to do from its method and
 // path, as Kubernetes' request info does.

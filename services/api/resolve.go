@@ -77,7 +77,7 @@ func (s *Service) resolve(r *http.Request) (*resourceRef, *apiError) {
 	if ref.sub == "scale" && !scalable(res) {
 		return nil, newError(http.StatusNotFound, object.ReasonNotFound, "%s has no scale subresource", res.GroupResource())
 	}
-	if ref.sub != "" && ref.sub != "status" && ref.sub != "reconcile" && ref.sub != "log" && ref.sub != "raw" && ref.sub != "token" && ref.sub != "scale" {
+	if ref.sub != "" && !knownSubresources[ref.sub] {
 		return nil, newError(http.StatusNotFound, object.ReasonNotFound, "%s has no subresource %q", ref.groupResource(), ref.sub)
 	}
 	st, err := s.storeFor(r.Context(), res)
@@ -87,6 +87,10 @@ func (s *Service) resolve(r *http.Request) (*resourceRef, *apiError) {
 	ref.store = storeOf(res, st)
 	return ref, nil
 }
+
+// knownSubresources are the subresources served, of some kinds at least.
+var knownSubresources = map[string]bool{"status": true, "scale": true, "log": true, "token": true,
+	"reconcile": true, "raw": true, "history": true, "explain": true}
 
 // unsupportedPodSubresources are Kubernetes' pod subresources Homeostat has
 // not built, with why, so that kubectl exec, attach, cp and port-forward
@@ -193,14 +197,11 @@ func (s *Service) dispatch(w http.ResponseWriter, r *http.Request, ref *resource
 	if ref.sub == "scale" {
 		return s.scaleSubresource(w, r, ref)
 	}
-	if ref.sub == "reconcile" || ref.sub == "raw" {
+	if read, ok := s.readOnlySubresources()[ref.sub]; ok {
 		if r.Method != http.MethodGet {
 			return methodNotAllowed(r, "GET")
 		}
-		if ref.sub == "raw" {
-			return s.raw(w, r, ref)
-		}
-		return s.reconcileState(w, r, ref)
+		return read(w, r, ref)
 	}
 	switch r.Method {
 	case http.MethodGet:
@@ -219,6 +220,13 @@ func (s *Service) dispatch(w http.ResponseWriter, r *http.Request, ref *resource
 		return s.delete(w, r, ref)
 	}
 	return methodNotAllowed(r, "GET, PUT, PATCH, DELETE")
+}
+
+// readOnlySubresources are the subresources that only answer GET.
+func (s *Service) readOnlySubresources() map[string]func(http.ResponseWriter, *http.Request, *resourceRef) *apiError {
+	return map[string]func(http.ResponseWriter, *http.Request, *resourceRef) *apiError{
+		"raw": s.raw, "reconcile": s.reconcileState, "history": s.reconcileHistory,
+	}
 }
 
 // issuedOnly says whether a resource is written only by the API itself:

@@ -71,6 +71,9 @@ type Config struct {
 	Queues []string
 	// History bounds the reconcile history (bus defaults when zero).
 	History bus.HistoryOptions
+	// EventTTL is how long an Event lives after its last change
+	// (schemas.EventTTL when zero).
+	EventTTL time.Duration
 }
 
 // AuditConfig configures the audit log.
@@ -95,6 +98,8 @@ type Service struct {
 	// custom kinds are known. Until then resource requests get 503.
 	ready   atomic.Bool
 	retries *bus.RetryRecords
+	// history is the reconcile history the controllers write.
+	history *bus.History
 	// events records Warnings about what the API leaves out (corrupt values).
 	events *reconcile.Recorder
 	// idents caches ServiceAccounts and Tokens for authentication.
@@ -172,6 +177,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if s.cfg.CompactEvery == 0 {
 		s.cfg.CompactEvery = time.Minute
+	}
+	if s.cfg.EventTTL <= 0 {
+		s.cfg.EventTTL = schemas.EventTTL
 	}
 	s.handler = s.routes()
 	return s, nil
@@ -273,11 +281,17 @@ func (s *Service) setup(ctx context.Context) error {
 			return fmt.Errorf("api: setup %s: %w", res.GroupResource(), err)
 		}
 	}
+	if err := s.bus.Retain(ctx, "events", s.cfg.EventTTL); err != nil {
+		return fmt.Errorf("api: setup: events: %w", err)
+	}
 	if err := s.bus.Provision(ctx, bus.ProvisionOptions{Queues: s.cfg.Queues, History: s.cfg.History}); err != nil {
 		return fmt.Errorf("api: setup: %w", err)
 	}
 	var err error
 	if s.retries, err = s.bus.RetryRecords(ctx); err != nil {
+		return fmt.Errorf("api: setup: %w", err)
+	}
+	if s.history, err = s.bus.History(ctx, bus.HistoryOptions{}); err != nil {
 		return fmt.Errorf("api: setup: %w", err)
 	}
 	if s.events, err = reconcile.NewRecorder(ctx, s.bus, "homeostat-api", s.log); err != nil {

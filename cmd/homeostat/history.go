@@ -1,0 +1,155 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/reconcile"
+	"github.com/homeostat/homeostat/services/api"
+)
+
+func newHistory(g *globals) *cobra.Command {
+	var since, controller, output string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "history KIND/NAME",
+		Short: "Show an object's reconcile history: each reconcile, its outcome, what it changed and its trace",
+		Long: "Prints the reconciles of an object, oldest first: when, which controller and worker, the\n" +
+			"revision it acted on, the outcome (unchanged, changed, requeue, error, terminal), what it\n" +
+			"changed or why it failed, how long it took and its trace (homeostat trace ID). The history\n" +
+			"outlives the object: a deleted object's history can still be read.",
+		Example: "  homeostat history deployment/web\n  homeostat history replicaset web-7d9f --since 1h\n" +
+			"  homeostat history deployment/web --controller deployment -o json",
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			kind, names := splitKindName(args)
+			if len(names) != 1 {
+				return fmt.Errorf("history needs one object: history KIND/NAME")
+			}
+			if output != "" && output != "json" && output != "yaml" {
+				return fmt.Errorf("--output must be json or yaml, not %q", output)
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			res, err := resolveKind(ctx, c, kind)
+			if err != nil {
+				return err
+			}
+			q := url.Values{}
+			if since != "" {
+				q.Set("since", since)
+			}
+			if controller != "" {
+				q.Set("controller", controller)
+			}
+			if limit > 0 {
+				q.Set("limit", strconv.Itoa(limit))
+			}
+			ns := ""
+			if res.Namespaced {
+				ns = g.namespace
+			}
+			var h api.ReconcileHistory
+			if err := c.Do(ctx, http.MethodGet, res.Path(ns, names[0])+"/history?"+q.Encode(), nil, "", &h); err != nil {
+				return err
+			}
+			return printHistory(cmd.OutOrStdout(), h, output)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&since, "since", "", "only reconciles newer than this: a duration (1h) or an RFC 3339 time")
+	f.StringVar(&controller, "controller", "", "only the reconciles of this controller (deployment, replicaset, …)")
+	f.IntVar(&limit, "limit", 0, "only the latest this many reconciles")
+	f.StringVarP(&output, "output", "o", "", "output format: json or yaml (a ReconcileHistory)")
+	return cmd
+}
+
+func printHistory(out io.Writer, h api.ReconcileHistory, format string) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(h)
+	case "yaml":
+		b, err := yaml.Marshal(h)
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(b)
+		return err
+	}
+	if len(h.Items) == 0 {
+		_, err := fmt.Fprintln(out, "No reconciles recorded.")
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tCONTROLLER\tREVISION\tATTEMPT\tOUTCOME\tDURATION\tDETAIL\tWORKER\tTRACE")
+	for _, e := range h.Items {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", e.Time.Local().Format("2006-01-02 15:04:05.000"), e.Controller,
+			e.Revision, e.Attempt, e.Outcome, historyDuration(e), historyDetail(e), e.Worker, e.TraceID)
+	}
+	return tw.Flush()
+}
+
+func historyDuration(e reconcile.HistoryEntry) string {
+	if e.Outcome == reconcile.OutcomeInProgress {
+		return "-"
+	}
+	return (time.Duration(e.DurationMS * float64(time.Millisecond))).Round(10 * time.Microsecond).String()
+}
+
+// historyDetail is what a reconcile changed, why it failed, or when it
+// comes back.
+func historyDetail(e reconcile.HistoryEntry) string {
+	var parts []string
+	if e.Error != "" {
+		parts = append(parts, firstLine(e.Error))
+	}
+	parts = append(parts, changesText(e.Changes)...)
+	if e.RequeueAfter != "" {
+		parts = append(parts, "again in "+e.RequeueAfter)
+	}
+	if e.Outcome == reconcile.OutcomeInProgress {
+		parts = append(parts, "still running at "+e.Time.Add(time.Second).Local().Format("15:04:05"))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// changesText says what writes did: "created 3 pods (web-0, web-1, web-2)".
+func changesText(cs []bus.ChangeSummary) []string {
+	var out []string
+	for _, c := range cs {
+		names := make([]string, len(c.Keys))
+		for i, k := range c.Keys {
+			names[i] = k[strings.LastIndex(k, ".")+1:]
+		}
+		more := ""
+		if c.Count > len(c.Keys) {
+			more = ", …"
+		}
+		out = append(out, fmt.Sprintf("%s %d %s (%s%s)", c.Verb, c.Count, c.Resource, strings.Join(names, ", "), more))
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
