@@ -2,7 +2,9 @@ package reconcile
 
 import (
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -97,4 +99,32 @@ func (w *historyWriter) append(resource string, e HistoryEntry) {
 			w.log.Warn("recording reconcile history (further failures are not logged)", "controller", e.Controller, "key", e.Key, "err", err)
 		})
 	}
+}
+
+// Detail says in a line what a reconcile changed, why it failed, or when
+// it comes back: "created 3 pods (web-0, web-1, web-2); again in 10s".
+func (e HistoryEntry) Detail() string {
+	var parts []string
+	if e.Error != "" {
+		msg, _, _ := strings.Cut(e.Error, "\n")
+		parts = append(parts, msg)
+	}
+	for _, c := range e.Changes {
+		names := make([]string, len(c.Keys))
+		for i, k := range c.Keys {
+			names[i] = k[strings.LastIndex(k, ".")+1:]
+		}
+		more := ""
+		if c.Count > len(c.Keys) {
+			more = ", …"
+		}
+		parts = append(parts, fmt.Sprintf("%s %d %s (%s%s)", c.Verb, c.Count, c.Resource, strings.Join(names, ", "), more))
+	}
+	if e.RequeueAfter != "" {
+		parts = append(parts, "again in "+e.RequeueAfter)
+	}
+	if e.Outcome == OutcomeInProgress {
+		parts = append(parts, fmt.Sprintf("still running %s after it began", inProgressAfter))
+	}
+	return strings.Join(parts, "; ")
 }

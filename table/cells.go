@@ -173,3 +173,7 @@ func nodeAddress(_ *object.Object, d map[string]any) string {
 	}
 	return "<none>"
 }
+
+// PodStatus is the status kubectl shows for a pod (CrashLoopBackOff,
+// Completed, Terminating, …).
+func PodStatus(o *object.Object) string { return podStatus(o, DocOf(o)) }

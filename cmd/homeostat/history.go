@@ -7,14 +7,12 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
-	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/reconcile"
 	"github.com/homeostat/homeostat/services/api"
 )
@@ -115,41 +113,8 @@ func historyDuration(e reconcile.HistoryEntry) string {
 // historyDetail is what a reconcile changed, why it failed, or when it
 // comes back.
 func historyDetail(e reconcile.HistoryEntry) string {
-	var parts []string
-	if e.Error != "" {
-		parts = append(parts, firstLine(e.Error))
+	if d := e.Detail(); d != "" {
+		return d
 	}
-	parts = append(parts, changesText(e.Changes)...)
-	if e.RequeueAfter != "" {
-		parts = append(parts, "again in "+e.RequeueAfter)
-	}
-	if e.Outcome == reconcile.OutcomeInProgress {
-		parts = append(parts, "still running at "+e.Time.Add(time.Second).Local().Format("15:04:05"))
-	}
-	if len(parts) == 0 {
-		return "-"
-	}
-	return strings.Join(parts, "; ")
-}
-
-// changesText says what writes did: "created 3 pods (web-0, web-1, web-2)".
-func changesText(cs []bus.ChangeSummary) []string {
-	var out []string
-	for _, c := range cs {
-		names := make([]string, len(c.Keys))
-		for i, k := range c.Keys {
-			names[i] = k[strings.LastIndex(k, ".")+1:]
-		}
-		more := ""
-		if c.Count > len(c.Keys) {
-			more = ", …"
-		}
-		out = append(out, fmt.Sprintf("%s %d %s (%s%s)", c.Verb, c.Count, c.Resource, strings.Join(names, ", "), more))
-	}
-	return out
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
+	return "-"
 }

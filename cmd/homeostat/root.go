@@ -123,7 +123,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(
 		newUp(g), newAPI(g), newControllers(g), newScheduler(g), newNodeAgent(g), newDemo(),
 		newApply(g), newGet(g), newDescribe(g), newDelete(g), newAPIResources(g),
-		newRollout(g), newScale(g), newLogs(g), newBench(), newTrace(g), newHistory(g),
+		newRollout(g), newScale(g), newLogs(g), newBench(), newTrace(g), newHistory(g), newExplain(g),
 		newToken(g), newAuth(g), newUser(), newAudit(g), newPKI(), newNATS(), newLogShim(),
 	)
 	return root

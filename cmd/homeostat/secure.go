@@ -187,7 +187,8 @@ func (s *secureFlags) serveAPI(conn *bus.Conn, log *slog.Logger, listen, dataDir
 	if err != nil {
 		return nil, fmt.Errorf("--listen: %w", err)
 	}
-	cfg := api.Config{Bus: conn, Listener: ln, Logger: log, Extra: metricsHandlers(), Queues: controllers.Queues}
+	cfg := api.Config{Bus: conn, Listener: ln, Logger: log, Extra: metricsHandlers(), Queues: controllers.Queues,
+		Controllers: controllers.Owners}
 	s.retention.apply(&cfg)
 	admin, err := s.apply(&cfg, dataDir, ln.Addr())
 	if err != nil {

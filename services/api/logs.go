@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/url"
@@ -40,36 +41,50 @@ func (s *Service) podLog(w http.ResponseWriter, r *http.Request, ref *resourceRe
 		}
 		return badRequest("pod %q has several containers; choose one of [%s] with container=", ref.name, strings.Join(names, " "))
 	}
-	nodes, err := s.storeFor(r.Context(), s.reg.MustLookup("", "nodes"))
-	if err != nil {
-		return storeError(ref, ref.name, err)
-	}
-	node, err := nodes.Get(r.Context(), p.Spec.NodeName)
-	if err != nil {
-		return newError(http.StatusServiceUnavailable, object.ReasonServiceUnavailable, "node %q of pod %q is not registered", p.Spec.NodeName, ref.name)
-	}
-	var st kinds.NodeStatus
-	_ = node.DecodeStatus(&st)
-	if st.DaemonEndpoints == nil || st.DaemonEndpoints.AgentURL == "" {
-		return newError(http.StatusServiceUnavailable, object.ReasonServiceUnavailable, "the agent of node %q serves no logs", p.Spec.NodeName)
-	}
 	fwd := url.Values{}
 	for _, k := range []string{"container", "follow", "previous", "tailLines", "timestamps", "sinceSeconds", "sinceTime"} {
 		if v := q.Get(k); v != "" {
 			fwd.Set(k, v)
 		}
 	}
-	target := strings.TrimSuffix(st.DaemonEndpoints.AgentURL, "/") + "/logs/" + url.PathEscape(o.Metadata.Namespace) + "/" + url.PathEscape(o.Metadata.Name) + "?" + fwd.Encode()
-	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, target, nil)
+	resp, e := s.agentLog(r.Context(), p, fwd)
+	if e != nil {
+		return e
+	}
+	defer resp.Body.Close()
+	streamLogTo(w, resp.Body, limit)
+	return nil
+}
+
+// agentLog asks the agent of a bound pod's node for its log, with the
+// agent's own options (container, previous, tailLines, …); the caller
+// closes the answer's body.
+func (s *Service) agentLog(ctx context.Context, p *kinds.Pod, fwd url.Values) (*http.Response, *apiError) {
+	nodes, err := s.storeFor(ctx, s.reg.MustLookup("", "nodes"))
 	if err != nil {
-		return newError(http.StatusInternalServerError, object.ReasonInternalError, "%v", err)
+		return nil, newError(http.StatusServiceUnavailable, object.ReasonServiceUnavailable, "%v", err)
+	}
+	name := p.Metadata.Name
+	node, err := nodes.Get(ctx, p.Spec.NodeName)
+	if err != nil {
+		return nil, newError(http.StatusServiceUnavailable, object.ReasonServiceUnavailable, "node %q of pod %q is not registered", p.Spec.NodeName, name)
+	}
+	var st kinds.NodeStatus
+	_ = node.DecodeStatus(&st)
+	if st.DaemonEndpoints == nil || st.DaemonEndpoints.AgentURL == "" {
+		return nil, newError(http.StatusServiceUnavailable, object.ReasonServiceUnavailable, "the agent of node %q serves no logs", p.Spec.NodeName)
+	}
+	target := strings.TrimSuffix(st.DaemonEndpoints.AgentURL, "/") + "/logs/" + url.PathEscape(p.Metadata.Namespace) + "/" + url.PathEscape(name) + "?" + fwd.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return nil, newError(http.StatusInternalServerError, object.ReasonInternalError, "%v", err)
 	}
 	resp, err := s.agents.Do(req)
 	if err != nil {
-		return newError(http.StatusServiceUnavailable, object.ReasonServiceUnavailable, "the agent of node %q did not answer: %v", p.Spec.NodeName, err)
+		return nil, newError(http.StatusServiceUnavailable, object.ReasonServiceUnavailable, "the agent of node %q did not answer: %v", p.Spec.NodeName, err)
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		reason := object.ReasonInternalError
 		switch {
@@ -78,10 +93,9 @@ func (s *Service) podLog(w http.ResponseWriter, r *http.Request, ref *resourceRe
 		case resp.StatusCode < 500:
 			reason = object.ReasonBadRequest
 		}
-		return newError(resp.StatusCode, reason, "%s", strings.TrimSpace(string(msg)))
+		return nil, newError(resp.StatusCode, reason, "%s", strings.TrimSpace(string(msg)))
 	}
-	streamLogTo(w, resp.Body, limit)
-	return nil
+	return resp, nil
 }
 
 // streamLogTo copies a log to the client as it comes, flushing each part,

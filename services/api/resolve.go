@@ -225,7 +225,7 @@ func (s *Service) dispatch(w http.ResponseWriter, r *http.Request, ref *resource
 // readOnlySubresources are the subresources that only answer GET.
 func (s *Service) readOnlySubresources() map[string]func(http.ResponseWriter, *http.Request, *resourceRef) *apiError {
 	return map[string]func(http.ResponseWriter, *http.Request, *resourceRef) *apiError{
-		"raw": s.raw, "reconcile": s.reconcileState, "history": s.reconcileHistory,
+		"raw": s.raw, "reconcile": s.reconcileState, "history": s.reconcileHistory, "explain": s.explainObject,
 	}
 }
 

@@ -69,6 +69,9 @@ type Config struct {
 	// rest of the streams, since the controllers' credentials may not
 	// create streams.
 	Queues []string
+	// Controllers name, by resource (plural.group), the controllers that
+	// reconcile it: whose queues explain asks about an object.
+	Controllers map[string][]string
 	// History bounds the reconcile history (bus defaults when zero).
 	History bus.HistoryOptions
 	// EventTTL is how long an Event lives after its last change

@@ -64,6 +64,13 @@ const (
 // them, since the controllers' credentials may not create streams.
 var Queues = []string{queueReplicaSets, queueDeployments, queueJobs, queueDaemonSets, queueGC, queueNodeLifecycle, queueNamespaces}
 
+// Owners are, by resource, the controllers that reconcile it: the queues
+// that explain reads an object's state in.
+var Owners = map[string][]string{
+	"deployments.apps": {queueDeployments}, "replicasets.apps": {queueReplicaSets}, "jobs.batch": {queueJobs},
+	"daemonsets.apps": {queueDaemonSets}, "namespaces": {queueNamespaces}, "nodes": {queueNodeLifecycle},
+}
+
 // FieldManager is the controllers' field manager: their writes are
 // recorded under it in objects' managedFields, as kube-controller-manager's
 // are in Kubernetes.
