@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/homeostat/homeostat/console"
 	"github.com/homeostat/homeostat/object"
 )
 
@@ -42,7 +43,8 @@ func UserFrom(ctx context.Context) (*User, bool) {
 	return u, ok
 }
 
-// public are the paths served to anyone: probes and the version.
+// public are the paths served to anyone: probes and the version (and the
+// console's files, which hold nothing but the page).
 var public = []string{"/healthz", "/readyz", "/livez", "/version"}
 
 // authenticate finds the request's user before anything else is served:
@@ -55,7 +57,7 @@ func (s *Service) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, e := s.userOf(r)
 		if u == nil {
-			if slices.Contains(public, r.URL.Path) {
+			if slices.Contains(public, r.URL.Path) || r.URL.Path == "/ui" || strings.HasPrefix(r.URL.Path, console.Prefix) {
 				next.ServeHTTP(w, r)
 				return
 			}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/homeostat/homeostat/audit"
 	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/console"
 	"github.com/homeostat/homeostat/fieldmanager"
 	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/openapi"
@@ -382,6 +383,8 @@ func (s *Service) routes() http.Handler {
 		mux.HandleFunc(prefix+"/namespaces/{ns}/{resource}/{name}", s.serve)
 		mux.HandleFunc(prefix+"/namespaces/{ns}/{resource}/{name}/{sub}", s.serve)
 	}
+	mux.Handle("GET "+console.Prefix, console.Handler())
+	mux.Handle("GET /ui", http.RedirectHandler(console.Prefix, http.StatusMovedPermanently))
 	for path, h := range s.cfg.Extra {
 		mux.Handle(path, h)
 	}
