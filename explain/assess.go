@@ -246,7 +246,10 @@ func assessDeployment(o *object.Object) *assessment {
 	default:
 		a.health = Progressing
 		if c := condition(st.Conditions, "Progressing"); c != nil && c.Reason == "ProgressDeadlineExceeded" {
-			a.health, a.reason, a.message = Unhealthy, c.Reason, c.Message
+			// Named even when what lies below explains it: the rollout
+			// has stopped being waited for.
+			a.health, a.reason, a.message, a.own = Unhealthy, c.Reason, c.Message, true
+			a.fix = "fix what keeps the new pods from becoming available (the causes above); the rollout goes on once they are"
 		}
 	}
 	return a

@@ -148,12 +148,41 @@ func (pr *podRun) changed() {
 		st.Phase = kinds.PodPending
 	}
 	ready := map[bool]string{true: object.ConditionTrue, false: object.ConditionFalse}
+	reason, msg := pr.unready(allReady && pr.initsDone)
 	st.Conditions = []object.Condition{
 		{Type: kinds.PodInitialized, Status: ready[pr.initsDone]},
-		{Type: kinds.ContainersReady, Status: ready[allReady && pr.initsDone]},
-		{Type: kinds.PodReady, Status: ready[allReady && pr.initsDone]},
+		{Type: kinds.ContainersReady, Status: ready[allReady && pr.initsDone], Reason: reason, Message: msg},
+		{Type: kinds.PodReady, Status: ready[allReady && pr.initsDone], Reason: reason, Message: msg},
 	}
 	pr.report(st)
+}
+
+// unready says why a pod is not ready, as Kubernetes does ("containers
+// with unready status: [web]"), with the failing readiness probe of each
+// container that has one, so that the reason is in the pod itself.
+func (pr *podRun) unready(ready bool) (reason, msg string) {
+	if ready {
+		return "", ""
+	}
+	var names, why []string
+	for _, s := range pr.mains {
+		cs, probe := s.readyState()
+		if cs.Ready {
+			continue
+		}
+		names = append(names, cs.Name)
+		if probe != "" {
+			why = append(why, cs.Name+": "+probe)
+		}
+	}
+	if len(names) == 0 {
+		return "", ""
+	}
+	msg = fmt.Sprintf("containers with unready status: [%s]", strings.Join(names, " "))
+	if len(why) > 0 {
+		msg += ": " + strings.Join(why, "; ")
+	}
+	return "ContainersNotReady", msg
 }
 
 // supervisor keeps one container running per the pod's restart policy.
@@ -169,6 +198,8 @@ type supervisor struct {
 	// ranBefore: the container ran under an earlier agent, so a start that
 	// adopts nothing follows a death this runtime did not see.
 	ranBefore bool
+	// probeFailure is why the readiness probe last failed, while it fails.
+	probeFailure string
 }
 
 func newSupervisor(pr *podRun, c kinds.Container, init bool, prev kinds.ContainerStatus) *supervisor {
@@ -189,6 +220,14 @@ func (s *supervisor) snapshotFinal() (kinds.ContainerStatus, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.status, s.finished
+}
+
+// readyState is the container's status and why its readiness probe last
+// failed ("" while it passes).
+func (s *supervisor) readyState() (kinds.ContainerStatus, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.status, s.probeFailure
 }
 
 func (s *supervisor) set(fn func(*kinds.ContainerStatus)) {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -100,12 +101,12 @@ func (s *supervisor) readiness(ctx context.Context, pr *kinds.Probe) {
 		if err := s.check(ctx, pr, timeout); err == nil {
 			ok, bad = ok+1, 0
 			if ok == successes {
-				s.set(func(cs *kinds.ContainerStatus) { cs.Ready = true })
+				s.setProbe(true, "")
 			}
 		} else {
 			ok, bad = 0, bad+1
 			if bad == failures {
-				s.set(func(cs *kinds.ContainerStatus) { cs.Ready = false })
+				s.setProbe(false, "Readiness probe failed: "+truncate(firstLine(err.Error()), 120))
 			}
 		}
 		if !clock.Sleep(ctx, period) {
@@ -209,5 +210,18 @@ func truncate(s string, n int) string {
 	if len(s) > n {
 		return s[:n] + "…"
 	}
+	return s
+}
+
+// setProbe records the readiness probe's verdict, and why it failed.
+func (s *supervisor) setProbe(ready bool, failure string) {
+	s.mu.Lock()
+	s.probeFailure = failure
+	s.mu.Unlock()
+	s.set(func(cs *kinds.ContainerStatus) { cs.Ready = ready })
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
 	return s
 }

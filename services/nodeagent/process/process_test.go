@@ -236,8 +236,17 @@ func TestProbes(t *testing.T) {
 		s := st.get()
 		return first(s).Ready && object.FindCondition(s.Conditions, kinds.PodReady).Status == "True"
 	})
+	if c := object.FindCondition(st.get().Conditions, kinds.PodReady); c.Message != "" {
+		t.Fatalf("a ready pod's Ready condition says %q", c.Message)
+	}
 	os.Remove(flag)
-	poll.Until(t, "not ready again", 10*time.Second, func() bool { return !st.first().Ready })
+	// Not ready again, and the pod says why.
+	poll.Until(t, "not ready again, the probe's failure named", 10*time.Second, func() bool {
+		s := st.get()
+		c := object.FindCondition(s.Conditions, kinds.PodReady)
+		return !first(s).Ready && c.Reason == "ContainersNotReady" &&
+			strings.HasPrefix(c.Message, "containers with unready status: [web]: web: Readiness probe failed: exit status 1")
+	})
 	// Sicken the server: liveness fails twice, the container restarts.
 	resp, err := httpPost("http://127.0.0.1:" + strconv.Itoa(port) + "/sicken")
 	if err != nil {
