@@ -156,7 +156,7 @@ func Explain(in Input) *Explanation {
 	e.Tree = w.tree(in.Root, 0)
 	e.Health = e.Tree.Health
 	e.Causes = w.causes(e.Tree)
-	if len(e.Causes) > 0 {
+	if len(e.Causes) > 0 && e.Health == Unhealthy {
 		c := e.Causes[0]
 		e.RootCause = &RootCause{Object: Ref{Kind: c.Kind, Namespace: in.Root.Metadata.Namespace, Name: c.Names[0]},
 			Reason: c.Reason, Message: c.Message, Fix: c.Fix}

@@ -20,6 +20,9 @@ func (w *walk) tree(o *object.Object, depth int) *Node {
 	if depth > 8 {
 		return n // ownership never goes this deep; a loop of owners would
 	}
+	if a.node != nil {
+		n.Children = append(n.Children, w.nodeOf(a.node))
+	}
 	groups := map[string]*Node{}
 	var order []string
 	for _, c := range w.children[o.Metadata.UID] {
@@ -40,8 +43,7 @@ func (w *walk) tree(o *object.Object, depth int) *Node {
 				g.Status = table.PodStatus(c) // as kubectl shows it, for the first of the group
 			}
 			if ca.node != nil {
-				na := w.assess(ca.node)
-				g.Children = []*Node{{Ref: RefOf(ca.node), Health: na.health, Status: na.status, Reason: na.reason, Message: na.message}}
+				g.Children = []*Node{w.nodeOf(ca.node)}
 			}
 			groups[key] = g
 			order = append(order, key)
@@ -61,6 +63,12 @@ func (w *walk) tree(o *object.Object, depth int) *Node {
 		n.Health = Unhealthy
 	}
 	return n
+}
+
+// nodeOf is the tree node of the Node a pod is on.
+func (w *walk) nodeOf(o *object.Object) *Node {
+	a := w.assess(o)
+	return &Node{Ref: RefOf(o), Health: a.health, Status: a.status, Reason: a.reason, Message: a.message}
 }
 
 var healthRank = map[string]int{Unhealthy: 0, Progressing: 1, Unknown: 2, Healthy: 3}
@@ -120,7 +128,15 @@ func (w *walk) causes(root *Node) []Cause {
 	}
 	visit(root, 0, Unhealthy)
 	if len(out) == 0 && root.Health != Healthy {
+		// Nothing is wrong: what is under way says why it is not done.
 		visit(root, 0, Progressing)
+		kept := out[:0]
+		for _, c := range out {
+			if c.Reason != "" {
+				kept = append(kept, c)
+			}
+		}
+		out = kept
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Depth != out[j].Depth {
@@ -165,8 +181,11 @@ func summary(e *Explanation, root *assessment) string {
 	case len(e.Causes) == 0:
 		return what + " is " + strings.ToLower(e.Health) + status
 	}
-	c := e.Causes[0]
-	return fmt.Sprintf("%s is not converged%s: %s", what, status, causeLine(c))
+	state := "not converged"
+	if e.Health == Progressing {
+		state = "progressing"
+	}
+	return fmt.Sprintf("%s is %s%s: %s", what, state, status, causeLine(e.Causes[0]))
 }
 
 // causeLine says a cause in a line: "7 pods Unschedulable: 0/3 nodes …".

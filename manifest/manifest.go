@@ -61,7 +61,9 @@ func DecodeBytes(data []byte) ([]Document, error) {
 
 // ToJSON converts one YAML or JSON document to a JSON object.
 func ToJSON(raw []byte) ([]byte, error) {
-	j, err := yaml.YAMLToJSON(raw)
+	// A key written twice is refused, as Kubernetes refuses a duplicate
+	// field, rather than silently taking the last.
+	j, err := yaml.YAMLToJSONStrict(raw)
 	if err != nil {
 		return nil, fmt.Errorf("not valid YAML or JSON: %w", err)
 	}

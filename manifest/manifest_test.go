@@ -57,6 +57,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"list at top", "- a\n- b\n", true},
 		{"scalar", "hello\n", true},
 		{"bad yaml", "a: [1, 2\n", false},
+		{"a key twice", "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: a}\nkind: ConfigMap\n", false},
+		{"a nested key twice", "metadata: {name: a, name: b}\n", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := manifest.DecodeBytes([]byte(tc.in))
