@@ -79,14 +79,16 @@ func historySubject(resource, key string) string {
 }
 
 // Append hands one entry of an object (resource and key) to the
-// connection and returns without waiting for the store: a reconcile must
-// not wait on its own record. An entry held while the connection is down
-// is sent once it is back.
+// connection and returns without waiting for the store's answer; it waits
+// only while the connection already has a full window of publishes
+// unanswered. An entry held while the connection is down is sent once it
+// is back.
 func (h *History) Append(resource, key string, data []byte) error {
 	if !validKey(key) {
 		return nil // no object has such a key; nothing to record it under
 	}
-	_, err := h.conn.js.PublishMsgAsync(&nats.Msg{Subject: historySubject(resource, key), Data: data})
+	_, err := h.conn.js.PublishMsgAsync(&nats.Msg{Subject: historySubject(resource, key), Data: data},
+		jetstream.WithStallWait(requestTimeout))
 	return translate(err)
 }
 

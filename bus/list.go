@@ -14,7 +14,10 @@ import (
 // ListOptions tune List.
 type ListOptions struct {
 	Namespace string
-	Selector  object.Selector
+	// Under, when set, lists only the objects named Under.<suffix> in the
+	// namespace (the events of one object), reading none of the others.
+	Under    string
+	Selector object.Selector
 	// Limit caps the page size; 0 means everything.
 	Limit int
 	// Continue is the token of the previous page.
@@ -60,7 +63,14 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (*ListResult, error)
 			return nil, fmt.Errorf("%w: continue token is malformed", ErrInvalid)
 		}
 	}
-	snap, err := s.snapshot(ctx, opts.Namespace)
+	filter := s.filter(opts.Namespace, "")
+	if opts.Under != "" {
+		if opts.Namespace == "" || !validKey(opts.Under) {
+			return nil, fmt.Errorf("%w: listing by name needs a namespace and a name", ErrInvalid)
+		}
+		filter = s.subjPrefix + opts.Namespace + "." + opts.Under + ".*"
+	}
+	snap, err := s.snapshot(ctx, filter)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +129,7 @@ type snapshot struct {
 //
 // The revision is the last sequence read or the one taken at the start,
 // whichever is higher; a key fetched at the end may carry a later one.
-func (s *Store) snapshot(ctx context.Context, namespace string) (*snapshot, error) {
+func (s *Store) snapshot(ctx context.Context, filter string) (*snapshot, error) {
 	release, err := s.conn.turns.take(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("bus: list %s: waiting for a turn: %w", s.spec.Resource, err)
@@ -129,7 +139,6 @@ func (s *Store) snapshot(ctx context.Context, namespace string) (*snapshot, erro
 	if err != nil {
 		return nil, fmt.Errorf("bus: list %s: %w", s.spec.Resource, err)
 	}
-	filter := s.filter(namespace, "")
 	snap := &snapshot{items: map[string]*object.Object{}, revision: upTo}
 	bad := map[string]*CorruptError{}
 	read := map[string]bool{} // keys whose latest message read so far is applied

@@ -72,7 +72,7 @@ func (n *NodePods) Publish(ctx context.Context, changes []NodePodChange) error {
 		hdr := nats.Header{}
 		injectSpan(ch.Trace, hdr)
 		msg := &nats.Msg{Subject: nodeSubject(ch.Node, ch.Key), Header: hdr}
-		var opts []jetstream.PublishOpt
+		opts := []jetstream.PublishOpt{jetstream.WithStallWait(tryTimeout)}
 		if ch.Pod == nil {
 			hdr.Set(kvOp, kvDel)
 			opts = append(opts, jetstream.WithMsgTTL(removalTTL))

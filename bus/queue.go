@@ -161,7 +161,7 @@ func (q *Queue) Add(ctx context.Context, work ...Work) error {
 		if !validKey(w.Key) {
 			return fmt.Errorf("%w: %q is not a valid key", ErrInvalid, w.Key)
 		}
-		f, err := q.conn.js.PublishMsgAsync(q.message(w))
+		f, err := q.conn.js.PublishMsgAsync(q.message(w), jetstream.WithStallWait(tryTimeout))
 		if err != nil {
 			return fmt.Errorf("bus: enqueue %s: %w", w.Key, translate(err))
 		}
@@ -381,8 +381,10 @@ func (c *Conn) MeasureWriteCeiling(ctx context.Context, n int, payload []byte) (
 	start := time.Now()
 	futures := make([]jetstream.PubAckFuture, 0, n)
 	for i := range n {
+		// It floods on purpose: a full window of publishes waits for
+		// room, as long as a request may.
 		f, err := c.js.PublishMsgAsync(&nats.Msg{Subject: prefix + strconv.Itoa(i), Data: payload},
-			jetstream.WithExpectLastSequencePerSubject(0))
+			jetstream.WithExpectLastSequencePerSubject(0), jetstream.WithStallWait(requestTimeout))
 		if err != nil {
 			return 0, translate(err)
 		}

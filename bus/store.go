@@ -526,7 +526,7 @@ func (s *Store) CreateMany(ctx context.Context, objs []*object.Object, opts Crea
 		hdr := nats.Header{HeaderOp: []string{opCreate}}
 		injectTrace(ctx, hdr)
 		msg := &nats.Msg{Subject: s.subjPrefix + n.Key(), Header: hdr, Data: data}
-		f, err := s.conn.js.PublishMsgAsync(msg, jetstream.WithExpectLastSequencePerSubject(0))
+		f, err := s.conn.js.PublishMsgAsync(msg, jetstream.WithExpectLastSequencePerSubject(0), jetstream.WithStallWait(tryTimeout))
 		if err != nil {
 			errs[i] = translate(err)
 			continue
@@ -587,7 +587,7 @@ func (s *Store) ConsumerCount(ctx context.Context) (int, error) {
 // deleted and made anew would start over at 1, and could even be made
 // from the old one's files while the server still removes them).
 func (s *Store) DeleteAll(ctx context.Context) (int, error) {
-	snap, err := s.snapshot(ctx, "")
+	snap, err := s.snapshot(ctx, s.filter("", ""))
 	if err != nil {
 		return 0, err
 	}

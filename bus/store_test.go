@@ -2,6 +2,7 @@ package bus_test
 
 import (
 	"context"
+	"strings"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -367,6 +368,31 @@ func TestRetainChangesHowLongValuesLive(t *testing.T) {
 	}
 	if err := c.Retain(ctx, "things", time.Hour); !errors.Is(err, bus.ErrInvalid) {
 		t.Fatalf("Retain of a bucket that does not expire: %v, want ErrInvalid", err)
+	}
+}
+
+// TestListUnder: the objects named <name>.<suffix> (an object's events)
+// are listed without the others; it needs a namespace.
+func TestListUnder(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, bustest.Conn(t))
+	for _, n := range []string{"web.1", "web.2", "web", "webby.1", "web.1.x"} {
+		if _, err := s.Create(ctx, widget("default", n, `{}`, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Create(ctx, widget("other", "web.3", `{}`, nil)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.List(ctx, bus.ListOptions{Namespace: "default", Under: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(names(res.Items), " "); got != "web.1 web.2" {
+		t.Fatalf("under web: %s", got)
+	}
+	if _, err := s.List(ctx, bus.ListOptions{Under: "web"}); !errors.Is(err, bus.ErrInvalid) {
+		t.Fatalf("under a name in no namespace: %v", err)
 	}
 }
 

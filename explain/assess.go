@@ -36,10 +36,12 @@ type walk struct {
 	// prefix is where a pod's spec lies in the root ("spec.template.spec."
 	// for a workload, "spec." for a pod).
 	prefix string
+	// pod decodes a pod.
+	pod func(*object.Object) (*kinds.Pod, error)
 }
 
-func newWalk(in Input) *walk {
-	w := &walk{in: in, children: map[string][]*object.Object{}, assessed: map[string]*assessment{}, prefix: "spec.template.spec."}
+func newWalk(in Input, pod func(*object.Object) (*kinds.Pod, error)) *walk {
+	w := &walk{in: in, children: map[string][]*object.Object{}, assessed: map[string]*assessment{}, prefix: "spec.template.spec.", pod: pod}
 	if in.Root.Kind == "Pod" {
 		w.prefix = "spec."
 	}
@@ -172,7 +174,7 @@ func (w *walk) deleting(o *object.Object) *assessment {
 // terminatingPod: a pod being deleted waits for its node's agent to stop
 // it within its grace period.
 func (w *walk) terminatingPod(o *object.Object, a *assessment) *assessment {
-	p, err := kinds.DecodePod(o)
+	p, err := w.pod(o)
 	if err != nil || p.Spec.NodeName == "" {
 		return a
 	}

@@ -145,11 +145,65 @@ type Input struct {
 func LogKey(pod, container string) string { return pod + "/" + container }
 
 // Explain answers for in.Root.
-func Explain(in Input) *Explanation {
+func Explain(in Input) *Explanation { return NewExplainer(&in).Explain() }
+
+// An Explainer answers for an Input, again after more of it is read (the
+// events and logs that a first answer says are worth reading), decoding
+// no pod twice.
+type Explainer struct {
+	in   *Input
+	pods map[string]*kinds.Pod
+}
+
+// NewExplainer answers for *in, as it stands at each Explain.
+func NewExplainer(in *Input) *Explainer {
+	return &Explainer{in: in, pods: map[string]*kinds.Pod{}}
+}
+
+// pod decodes a pod once.
+func (x *Explainer) pod(o *object.Object) (*kinds.Pod, error) {
+	if p, ok := x.pods[o.Metadata.UID]; ok && p.Metadata.ResourceVersion == o.Metadata.ResourceVersion {
+		return p, nil
+	}
+	p, err := decodePod(o)
+	if err == nil {
+		x.pods[o.Metadata.UID] = p
+	}
+	return p, err
+}
+
+// decodePod decodes what a pod is judged by: its node, its containers'
+// names and requests, and its status; a deployment's thousand pods are
+// read in a fraction of a whole decode.
+func decodePod(o *object.Object) (*kinds.Pod, error) {
+	var spec struct {
+		NodeName   string `json:"nodeName"`
+		Containers []struct {
+			Name      string                     `json:"name"`
+			Resources kinds.ResourceRequirements `json:"resources"`
+		} `json:"containers"`
+	}
+	p := &kinds.Pod{Object: o}
+	if err := o.DecodeSpec(&spec); err != nil {
+		return nil, err
+	}
+	if err := o.DecodeStatus(&p.Status); err != nil {
+		return nil, err
+	}
+	p.Spec.NodeName = spec.NodeName
+	for _, c := range spec.Containers {
+		p.Spec.Containers = append(p.Spec.Containers, kinds.Container{Name: c.Name, Resources: c.Resources})
+	}
+	return p, nil
+}
+
+// Explain answers.
+func (x *Explainer) Explain() *Explanation {
+	in := *x.in
 	if in.Now.IsZero() {
 		in.Now = time.Now()
 	}
-	w := newWalk(in)
+	w := newWalk(in, x.pod)
 	root := w.assess(in.Root)
 	e := &Explanation{APIVersion: "homeostat.io/v1", Kind: "Explanation", Object: RefOf(in.Root),
 		Health: root.health, Progress: root.progress, History: in.History, Hidden: in.Hidden}

@@ -184,7 +184,7 @@ func (w *walk) object(uid string) *object.Object {
 // podLoop is where the scheduler (for a pod not bound) or its node's
 // agent stands with a pod that is not running well.
 func (w *walk) podLoop(o *object.Object) (Loop, bool) {
-	p, err := kinds.DecodePod(o)
+	p, err := w.pod(o)
 	if err != nil || p.Terminal() {
 		return Loop{}, false
 	}

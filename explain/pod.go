@@ -22,7 +22,7 @@ const (
 
 // assessPod judges a pod: scheduled or why not, its node, its containers.
 func (w *walk) assessPod(o *object.Object) *assessment {
-	p, err := kinds.DecodePod(o)
+	p, err := w.pod(o)
 	if err != nil {
 		return &assessment{health: Unknown, status: "unreadable", message: err.Error()}
 	}

@@ -87,11 +87,13 @@ func (r *Recorder) CorruptObject(ctx context.Context, k Kind, key string, err er
 func (r *Recorder) Event(ctx context.Context, o *object.Object, typ, reason, format string, args ...any) {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%s/%s/%s/%s/%s", o.Metadata.UID, o.Kind, o.Metadata.Name, typ, reason)
-	base := strings.ReplaceAll(o.Metadata.Name, ".", "-")
-	if len(base) > 46 {
-		base = base[:46]
+	// <object>.<hash>, as client-go names events: the events of one
+	// object are then read without the others' (bus.ListOptions.Under).
+	base := o.Metadata.Name
+	if len(base) > 253-17 {
+		base = strings.TrimRight(base[:253-17], ".-")
 	}
-	name := fmt.Sprintf("%s-%016x", strings.TrimRight(base, "-"), h.Sum64())
+	name := fmt.Sprintf("%s.%016x", base, h.Sum64())
 	ns := o.Metadata.Namespace
 	if ns == "" {
 		ns = "default"

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -61,12 +62,48 @@ const (
 // is in progress. Most end long before, and record only their end.
 const inProgressAfter = time.Second
 
-// historyWriter appends the entries of a process's reconciles.
+// historyWriter appends the entries of a process's reconciles, from a
+// goroutine of its own: a reconcile hands its entry over and goes on,
+// whatever the store's state (an entry that finds the hand-over full is
+// dropped and counted, never waited for).
 type historyWriter struct {
-	h   *bus.History
-	log *slog.Logger
+	h       *bus.History
+	log     *slog.Logger
+	entries chan historyItem
 	// warned: a failed append is logged once, not once per reconcile.
 	warned sync.Once
+}
+
+type historyItem struct {
+	resource string
+	entry    HistoryEntry
+}
+
+// historyBacklog is how many entries may wait for the store.
+const historyBacklog = 4096
+
+func newHistoryWriter(h *bus.History, log *slog.Logger) *historyWriter {
+	return &historyWriter{h: h, log: log, entries: make(chan historyItem, historyBacklog)}
+}
+
+// run appends the entries handed over until ctx ends, then those still
+// waiting.
+func (w *historyWriter) run(ctx context.Context) {
+	for {
+		select {
+		case it := <-w.entries:
+			w.write(it)
+		case <-ctx.Done():
+			for {
+				select {
+				case it := <-w.entries:
+					w.write(it)
+				default:
+					return
+				}
+			}
+		}
+	}
 }
 
 // outcome names how a reconcile ended.
@@ -84,19 +121,29 @@ func outcome(res Result, err error, changes []bus.ChangeSummary) string {
 	return OutcomeUnchanged
 }
 
-// append records an entry of the object resource/key; it never blocks on
-// the store nor fails the reconcile.
+// append hands over an entry of the object resource/key; it never
+// blocks nor fails the reconcile.
 func (w *historyWriter) append(resource string, e HistoryEntry) {
-	if w == nil || w.h == nil || resource == "" {
+	if w == nil || resource == "" {
 		return
 	}
-	data, err := json.Marshal(e)
+	select {
+	case w.entries <- historyItem{resource, e}:
+	default:
+		historyDropped.Inc()
+	}
+}
+
+func (w *historyWriter) write(it historyItem) {
+	data, err := json.Marshal(it.entry)
 	if err == nil {
-		err = w.h.Append(resource, e.Key, data)
+		err = w.h.Append(it.resource, it.entry.Key, data)
 	}
 	if err != nil {
+		historyDropped.Inc()
 		w.warned.Do(func() {
-			w.log.Warn("recording reconcile history (further failures are not logged)", "controller", e.Controller, "key", e.Key, "err", err)
+			w.log.Warn("recording reconcile history (further failures are counted in homeostat_reconcile_history_dropped_total)",
+				"controller", it.entry.Controller, "key", it.entry.Key, "err", err)
 		})
 	}
 }

@@ -69,7 +69,7 @@ func NewManager(ctx context.Context, opts ManagerOptions) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{opts: opts, log: log, retries: r, history: &historyWriter{h: h, log: log},
+	m := &Manager{opts: opts, log: log, retries: r, history: newHistoryWriter(h, log),
 		informers: map[string]*Informer{}, ready: make(chan struct{})}
 	if m.warnings, err = m.Recorder(ctx, "homeostat-runtime"); err != nil {
 		return nil, err
@@ -190,8 +190,14 @@ func (m *Manager) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wg.Add(1)
+	// The history is written until the reconciles that drain after ctx
+	// have ended too (this function returns).
+	drained, endHistory := context.WithCancel(context.WithoutCancel(ctx))
+	defer endHistory()
+	wg.Add(2)
 	go func() { defer wg.Done(); m.retries.run(ctx) }()
+	// The history outlives ctx by the reconciles that drain after it.
+	go func() { defer wg.Done(); m.history.run(drained) }()
 	for _, r := range recs {
 		wg.Add(1)
 		go func() { defer wg.Done(); r.Run(ctx) }()

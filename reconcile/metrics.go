@@ -42,11 +42,15 @@ var (
 		Name: "homeostat_corrupt_objects",
 		Help: "1 for each stored key whose value is not a valid object; informers and controllers leave it out until it is fixed or deleted.",
 	}, []string{"resource", "key"})
+	historyDropped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "homeostat_reconcile_history_dropped_total",
+		Help: "Reconcile history entries not recorded: the store did not take them, or too many waited for it.",
+	})
 )
 
 func init() {
 	prometheus.MustRegister(queueDepth, queueInFlight, queueAdds, queueRetries,
-		reconcileDuration, reconcileErrors, cacheBehind, claimWaits, informerSynced, informerObjects, corruptObjects)
+		reconcileDuration, reconcileErrors, cacheBehind, claimWaits, informerSynced, informerObjects, corruptObjects, historyDropped)
 }
 
 func setSynced(kind string, ok bool) {

@@ -42,7 +42,6 @@ func (s *Service) explainObject(w http.ResponseWriter, r *http.Request, ref *res
 		Events: map[string][]kinds.Event{}, PreviousLogs: map[string][]string{}}}
 	g.descendants(root)
 	g.nodes()
-	g.events()
 	g.loops(ref.res, root)
 	for _, o := range g.in.Objects {
 		if res, ok := g.resourceOf(o); ok {
@@ -52,10 +51,14 @@ func (s *Service) explainObject(w http.ResponseWriter, r *http.Request, ref *res
 	if items, err := s.readHistory(r, ref, historyQuery{limit: explainHistory}); err == nil {
 		g.in.History = items
 	}
-	// The answer without logs says which crashes to read the logs of.
-	first := explain.Explain(g.in)
-	g.previousLogs(first)
-	writeJSON(w, http.StatusOK, explain.Explain(g.in))
+	// The answer without events and logs says whose to read.
+	x := explain.NewExplainer(&g.in)
+	e := x.Explain()
+	g.events(e)
+	if g.previousLogs(e) || len(g.in.Events) > 0 {
+		e = x.Explain()
+	}
+	writeJSON(w, http.StatusOK, e)
 	return nil
 }
 
@@ -197,6 +200,16 @@ func (g *gathering) nodes() {
 		return
 	}
 	g.in.Nodes = map[string]*object.Object{}
+	if len(names) > nodesByGet {
+		if list, err := st.List(g.ctx, bus.ListOptions{}); err == nil {
+			for _, o := range list.Items {
+				if names[o.Metadata.Name] {
+					g.in.Nodes[o.Metadata.Name] = o
+				}
+			}
+		}
+		return
+	}
 	for n := range names {
 		if o, err := st.Get(g.ctx, n); err == nil {
 			g.in.Nodes[n] = o
@@ -204,20 +217,47 @@ func (g *gathering) nodes() {
 	}
 }
 
-// events reads the events of the namespace about the objects read.
-func (g *gathering) events() {
-	ns := g.in.Root.Metadata.Namespace
-	if ns == "" {
-		ns = "default" // where events about cluster-scoped objects go
+// nodesByGet is how many nodes are read one by one; more are listed.
+const nodesByGet = 16
+
+// events reads the events about the root and what lies between it and
+// its pods, and about the first pod of each kind of trouble: the events of
+// one object are read without the others' (named <object>.<hash>).
+func (g *gathering) events(e *explain.Explanation) {
+	if !g.may("list", "", "events", g.in.Root.Metadata.Namespace) {
+		return
 	}
-	uids := map[string]bool{g.in.Root.Metadata.UID: true}
+	res, _ := g.lookup("", "events")
+	st, err := g.s.storeFor(g.ctx, res)
+	if err != nil {
+		return
+	}
+	about := map[string]*object.Object{g.in.Root.Metadata.UID: g.in.Root}
 	for _, o := range g.in.Objects {
-		uids[o.Metadata.UID] = true
+		if o.Kind != "Pod" {
+			about[o.Metadata.UID] = o
+		}
 	}
-	for _, o := range g.list("/events", ns) {
-		ev, err := kinds.EventOf(o)
-		if err == nil && uids[ev.InvolvedObject.UID] {
-			g.in.Events[ev.InvolvedObject.UID] = append(g.in.Events[ev.InvolvedObject.UID], ev)
+	for _, c := range e.Causes {
+		for _, o := range g.in.Objects {
+			if o.Kind == c.Kind && o.Metadata.Name == c.Names[0] {
+				about[o.Metadata.UID] = o
+			}
+		}
+	}
+	for uid, o := range about {
+		ns := o.Metadata.Namespace
+		if ns == "" {
+			ns = "default" // where events about cluster-scoped objects go
+		}
+		list, err := st.List(g.ctx, bus.ListOptions{Namespace: ns, Under: o.Metadata.Name})
+		if err != nil {
+			continue
+		}
+		for _, eo := range list.Items {
+			if ev, err := kinds.EventOf(eo); err == nil && ev.InvolvedObject.UID == uid {
+				g.in.Events[uid] = append(g.in.Events[uid], ev)
+			}
 		}
 	}
 }
@@ -281,9 +321,9 @@ func (g *gathering) loops(res *schemas.Resource, o *object.Object) {
 
 // previousLogs reads the last lines of the previous run of the first
 // crashed containers of an answer's causes.
-func (g *gathering) previousLogs(e *explain.Explanation) {
-	if !g.may("get", "", "pods/log", g.in.Root.Metadata.Namespace) {
-		return
+func (g *gathering) previousLogs(e *explain.Explanation) bool {
+	if !hasCrash(e) || !g.may("get", "", "pods/log", g.in.Root.Metadata.Namespace) {
+		return false
 	}
 	n := 0
 	for _, c := range e.Causes {
@@ -306,6 +346,16 @@ func (g *gathering) previousLogs(e *explain.Explanation) {
 			}
 		}
 	}
+	return n > 0
+}
+
+func hasCrash(e *explain.Explanation) bool {
+	for _, c := range e.Causes {
+		if c.Reason == explain.ReasonCrashLoop {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *gathering) tail(p *kinds.Pod, container string) []string {

@@ -28,7 +28,7 @@ var (
 	adminClient *http.Client
 )
 
-func authority(t *testing.T) *pkitest.PKI {
+func authority(t testing.TB) *pkitest.PKI {
 	pkiOnce.Do(func() {
 		testPKI = pkitest.New(t)
 		// Safe to use from many goroutines at once, with enough idle
@@ -41,13 +41,13 @@ func authority(t *testing.T) *pkitest.PKI {
 }
 
 // admin is an HTTP client in system:masters.
-func admin(t *testing.T) *http.Client {
+func admin(t testing.TB) *http.Client {
 	authority(t)
 	return adminClient
 }
 
 // startAPI runs an API service over conn on a random port and returns its base URL.
-func startAPI(t *testing.T, conn *bus.Conn, mutate ...func(*api.Config)) string {
+func startAPI(t testing.TB, conn *bus.Conn, mutate ...func(*api.Config)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
