@@ -2,11 +2,11 @@ package bus_test
 
 import (
 	"context"
-	"strings"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"

@@ -308,13 +308,17 @@ func TestStateOf(t *testing.T) {
 	}{
 		{"never reconciled", explain.LoopParts{}, explain.StateIdle, func(l explain.Loop) bool { return l.Last == nil }},
 		{"idle since its last reconcile", explain.LoopParts{History: []reconcile.HistoryEntry{done}}, explain.StateIdle,
-			func(l explain.Loop) bool { return l.Last != nil && l.Last.Outcome == reconcile.OutcomeChanged && l.TraceID == "t1" }},
+			func(l explain.Loop) bool {
+				return l.Last != nil && l.Last.Outcome == reconcile.OutcomeChanged && l.TraceID == "t1"
+			}},
 		{"queued", explain.LoopParts{History: []reconcile.HistoryEntry{done}, Queued: &bus.QueueEntry{Since: now.Add(-2 * time.Second)}}, explain.StateQueued,
 			func(l explain.Loop) bool { return l.Since.Equal(now.Add(-2 * time.Second)) }},
 		{"delivered", explain.LoopParts{Queued: &bus.QueueEntry{Since: now.Add(-2 * time.Second), Delivered: true}}, explain.StateInFlight,
 			func(l explain.Loop) bool { return l.Worker == "" }},
 		{"in progress on a worker", explain.LoopParts{History: []reconcile.HistoryEntry{done, inProgress}, Queued: &bus.QueueEntry{Delivered: true}}, explain.StateInFlight,
-			func(l explain.Loop) bool { return l.Worker == "ctl-2" && l.Attempt == 3 && l.Last.TraceID == "t1" && l.TraceID == "t2" }},
+			func(l explain.Loop) bool {
+				return l.Worker == "ctl-2" && l.Attempt == 3 && l.Last.TraceID == "t1" && l.TraceID == "t2"
+			}},
 		{"requeued", explain.LoopParts{History: []reconcile.HistoryEntry{requeued}, Queued: &bus.QueueEntry{Since: now.Add(-time.Minute), Delivered: true}}, explain.StateRequeued,
 			func(l explain.Loop) bool { return l.NextRetry != nil && l.NextRetry.After(now.Add(8*time.Minute)) }},
 		{"backing off", explain.LoopParts{Retry: &reconcile.RetryRecord{Attempts: 4, LastError: "boom", NextRetry: at(time.Second), TraceID: "t3"},
