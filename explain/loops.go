@@ -202,7 +202,7 @@ func (w *walk) podLoop(o *object.Object) (Loop, bool) {
 		for _, ev := range w.in.Events[o.Metadata.UID] {
 			if ev.Reason == "FailedScheduling" {
 				l.Attempt = uint64(ev.Count)
-				l.Message += fmt.Sprintf(" (%d attempts)", ev.Count)
+				l.Message += fmt.Sprintf(" (tried %d times)", ev.Count)
 			}
 		}
 		return l, true

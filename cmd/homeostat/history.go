@@ -97,8 +97,12 @@ func printHistory(out io.Writer, h api.ReconcileHistory, format string) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tCONTROLLER\tREVISION\tATTEMPT\tOUTCOME\tDURATION\tDETAIL\tWORKER\tTRACE")
 	for _, e := range h.Items {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", e.Time.Local().Format("2006-01-02 15:04:05.000"), e.Controller,
-			e.Revision, e.Attempt, e.Outcome, historyDuration(e), historyDetail(e), e.Worker, e.TraceID)
+		rev := "-" // caused by something else than the object: a child, a resync
+		if e.Revision > 0 {
+			rev = strconv.FormatUint(e.Revision, 10)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", e.Time.Local().Format("2006-01-02 15:04:05.000"), e.Controller,
+			rev, e.Attempt, e.Outcome, historyDuration(e), historyDetail(e), e.Worker, e.TraceID)
 	}
 	return tw.Flush()
 }
