@@ -72,12 +72,19 @@ func (a *AuditLog) Read(ctx context.Context, verb string, since time.Time, fn fu
 	if verb != "" {
 		filter = auditPrefix + subjectToken(verb)
 	}
-	spec := readSpec{stream: auditStream, filter: filter, start: 1, startTime: since, what: "audit records", tries: oneShotTries}
+	return a.conn.readSince(ctx, readSpec{stream: auditStream, filter: filter, what: "audit records", tries: oneShotTries}, since, fn)
+}
+
+// readSince calls fn with the data of every message of spec stored at or
+// after since (all when zero), oldest first, until the last one stored
+// when the read began, or until fn returns an error, which it returns.
+func (c *Conn) readSince(ctx context.Context, spec readSpec, since time.Time, fn func(data []byte) error) error {
+	spec.start, spec.startTime = 1, since
 	if !since.IsZero() {
 		spec.start = 0
 	}
 	var fnErr error
-	err := a.conn.read(ctx, spec, func(m rawMsg) error {
+	err := c.read(ctx, spec, func(m rawMsg) error {
 		if m.seq > 0 {
 			if fnErr = fn(m.data); fnErr != nil {
 				return errStopRead

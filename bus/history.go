@@ -99,25 +99,6 @@ func (h *History) Read(ctx context.Context, resource, key string, since time.Tim
 	if !validKey(key) {
 		return nil
 	}
-	spec := readSpec{stream: historyStream, filter: historySubject(resource, key), start: 1, startTime: since,
-		what: "history of " + resource + " " + key, tries: oneShotTries}
-	if !since.IsZero() {
-		spec.start = 0
-	}
-	var fnErr error
-	err := h.conn.read(ctx, spec, func(m rawMsg) error {
-		if m.seq > 0 {
-			if fnErr = fn(m.data); fnErr != nil {
-				return errStopRead
-			}
-		}
-		if m.caughtUp {
-			return errStopRead
-		}
-		return nil
-	})
-	if fnErr != nil {
-		return fnErr
-	}
-	return err
+	return h.conn.readSince(ctx, readSpec{stream: historyStream, filter: historySubject(resource, key),
+		what: "history of " + resource + " " + key, tries: oneShotTries}, since, fn)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -31,20 +32,7 @@ func newHistory(g *globals) *cobra.Command {
 			"  homeostat history deployment/web --controller deployment -o json",
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			kind, names := splitKindName(args)
-			if len(names) != 1 {
-				return fmt.Errorf("history needs one object: history KIND/NAME")
-			}
-			if output != "" && output != "json" && output != "yaml" {
-				return fmt.Errorf("--output must be json or yaml, not %q", output)
-			}
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			res, err := resolveKind(ctx, c, kind)
-			if err != nil {
+			if err := checkOutput(output); err != nil {
 				return err
 			}
 			q := url.Values{}
@@ -57,12 +45,8 @@ func newHistory(g *globals) *cobra.Command {
 			if limit > 0 {
 				q.Set("limit", strconv.Itoa(limit))
 			}
-			ns := ""
-			if res.Namespaced {
-				ns = g.namespace
-			}
 			var h api.ReconcileHistory
-			if err := c.Do(ctx, http.MethodGet, res.Path(ns, names[0])+"/history?"+q.Encode(), nil, "", &h); err != nil {
+			if err := getSubresource(cmd.Context(), g, args, "history?"+q.Encode(), &h); err != nil {
 				return err
 			}
 			return printHistory(cmd.OutOrStdout(), h, output)
@@ -77,18 +61,8 @@ func newHistory(g *globals) *cobra.Command {
 }
 
 func printHistory(out io.Writer, h api.ReconcileHistory, format string) error {
-	switch format {
-	case "json":
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(h)
-	case "yaml":
-		b, err := yaml.Marshal(h)
-		if err != nil {
-			return err
-		}
-		_, err = out.Write(b)
-		return err
+	if format != "" {
+		return printStructured(out, h, format)
 	}
 	if len(h.Items) == 0 {
 		_, err := fmt.Fprintln(out, "No reconciles recorded.")
@@ -121,4 +95,49 @@ func historyDetail(e reconcile.HistoryEntry) string {
 		return d
 	}
 	return "-"
+}
+
+// checkOutput accepts the structured formats of explain and history.
+func checkOutput(format string) error {
+	if format != "" && format != "json" && format != "yaml" {
+		return fmt.Errorf("--output must be json or yaml, not %q", format)
+	}
+	return nil
+}
+
+// printStructured writes v as JSON or YAML.
+func printStructured(out io.Writer, v any, format string) error {
+	if format == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = out.Write(b)
+	return err
+}
+
+// getSubresource reads a read-only subresource (and its query) of the one
+// object args name (KIND/NAME or KIND NAME) into out.
+func getSubresource(ctx context.Context, g *globals, args []string, sub string, out any) error {
+	kind, names := splitKindName(args)
+	if len(names) != 1 {
+		return fmt.Errorf("name one object: KIND/NAME")
+	}
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	res, err := resolveKind(ctx, c, kind)
+	if err != nil {
+		return err
+	}
+	ns := ""
+	if res.Namespaced {
+		ns = g.namespace
+	}
+	return c.Do(ctx, http.MethodGet, res.Path(ns, names[0])+"/"+sub, nil, "", out)
 }

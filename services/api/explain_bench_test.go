@@ -55,7 +55,7 @@ func seedBigDeployment(b *testing.B, conn *bus.Conn, pods, nodes int) {
 	}
 	var objs []*object.Object
 	for i := range pods {
-		status := fmt.Sprintf(`"phase":"Running","conditions":[{"type":"Ready","status":"True"}],"containerStatuses":[{"name":"web","ready":true,"state":{"running":{}}}]`)
+		status := `"phase":"Running","conditions":[{"type":"Ready","status":"True"}],"containerStatuses":[{"name":"web","ready":true,"state":{"running":{}}}]`
 		spec := fmt.Sprintf(`"nodeName":"n%d",`, i%nodes)
 		if i < pending {
 			spec, status = "", `"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable","message":"0/10 nodes are available: 10 Insufficient cpu."}]`
