@@ -84,6 +84,8 @@ func (w *walk) assess(o *object.Object) *assessment {
 		a = w.assessPod(o)
 	case o.Kind == "Node":
 		a = assessNode(o)
+	case o.Kind == "Namespace":
+		a = &assessment{health: Healthy, status: "Active"}
 	default:
 		a = assessConditions(o)
 	}

@@ -199,6 +199,9 @@ func TestExplainNamesTheRootCause(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &e) != nil || e.Kind != "Explanation" || e.RootCause == nil {
 		t.Fatalf("GET .../deployments/big/explain: %d %s", resp.StatusCode, body)
 	}
+	if out := s.must("", "explain", "namespace/default"); out != "Namespace default is healthy (Active)\n" {
+		t.Fatalf("explain namespace/default: %q", out)
+	}
 	if _, errOut, err := s.run("", "explain", "deployment/nope"); err == nil || !strings.Contains(errOut, "not found") {
 		t.Fatalf("explain of a missing Deployment: %v %s", err, errOut)
 	}

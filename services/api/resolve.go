@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/object"
@@ -45,9 +46,8 @@ func (s *Service) resolve(r *http.Request) (*resourceRef, *apiError) {
 	}
 	// /api/v1/namespaces/{name}/status parses as the collection "status" in
 	// namespace {name}; it is the Namespace's status subresource. So are
-	// raw and reconcile (no core kind has those plurals).
-	if ref.group == "" && ref.namespace != "" && ref.name == "" &&
-		(ref.plural == "status" || ref.plural == "finalize" || ref.plural == "raw" || ref.plural == "reconcile") {
+	// the others no core kind has as a plural (namespaceSubresources).
+	if ref.group == "" && ref.namespace != "" && ref.name == "" && slices.Contains(namespaceSubresources, ref.plural) {
 		ref.name, ref.sub, ref.plural, ref.namespace = ref.namespace, ref.plural, "namespaces", ""
 	}
 	res, ok := s.reg.Lookup(ref.group, ref.version, ref.plural)
