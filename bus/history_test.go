@@ -155,3 +155,28 @@ func TestQueueEntry(t *testing.T) {
 		return err == nil && e == nil
 	})
 }
+
+// BenchmarkHistoryAppend: the cost of a reconcile's history entry, from
+// the append to the stream holding it, against a revision-checked object
+// write (what every pod's create, bind and status costs).
+func BenchmarkHistoryAppend(b *testing.B) {
+	c := bustest.Conn(b)
+	ctx := context.Background()
+	h, err := c.History(ctx, bus.HistoryOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	entry := []byte(`{"time":"2026-11-25T12:00:00Z","controller":"replicaset","key":"default.web-7d9f","revision":12,"attempt":1,` +
+		`"outcome":"changed","changes":[{"verb":"created","resource":"pods","count":100,"keys":["default.web-7d9f-0","default.web-7d9f-1","default.web-7d9f-2"]}],` +
+		`"durationMs":12.5,"traceID":"0af7651916cd43dd8448eb211c80319c","worker":"ctl-1"}`)
+	for i := 0; b.Loop(); i++ {
+		if err := h.Append("replicasets.apps", fmt.Sprintf("default.web-%d", i%1000), entry); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// Done when the stream has taken them all.
+	poll.Until(b, "the entries stored", time.Minute, func() bool {
+		n, err := bus.LastSeq(ctx, c, "HS_HISTORY")
+		return err == nil && n >= uint64(b.N)
+	})
+}
