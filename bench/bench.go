@@ -59,6 +59,12 @@ type Result struct {
 	Ratio float64
 	// PeakRSS is each component's peak resident memory in bytes.
 	PeakRSS map[string]int64
+	// WritesPerPod are the store's writes during the scenario per pod
+	// started, by stream (bus.Conn.Writes), and their sum.
+	WritesPerPod      map[string]float64
+	TotalWritesPerPod float64
+	// WriteShare is the scenario's write rate as a share of the ceiling.
+	WriteShare float64
 }
 
 // Run runs one scenario from an empty store.
@@ -106,6 +112,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	before, err := conn.Writes(ctx)
+	if err != nil {
+		return nil, err
+	}
 	progress("creating %d deployment(s) of %d", cfg.Deployments, cfg.Replicas)
 	start := time.Now()
 	if err := createDeployments(ctx, conn, cfg.Deployments, cfg.Replicas); err != nil {
@@ -119,7 +129,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	after, err := conn.Writes(ctx)
+	if err != nil {
+		return nil, err
+	}
 	res.Elapsed = last.Sub(start)
+	res.writes(before, after, time.Since(start))
 	res.PodsPerSec = float64(res.Pods) / res.Elapsed.Seconds()
 	res.Ratio = res.PodsPerSec / res.CeilingPods
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
@@ -127,6 +142,21 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.PeakRSS = procs.peaks()
 	res.PeakRSS["nats (embedded, with the bench)"] = peakRSS(os.Getpid())
 	return res, nil
+}
+
+// writes fills in the writes per pod between two counts taken over
+// elapsed.
+func (r *Result) writes(before, after map[string]uint64, elapsed time.Duration) {
+	r.WritesPerPod = map[string]float64{}
+	var total uint64
+	for stream, n := range after {
+		if d := n - before[stream]; d > 0 && stream != "ceiling" {
+			r.WritesPerPod[stream] = float64(d) / float64(r.Pods)
+			total += d
+		}
+	}
+	r.TotalWritesPerPod = float64(total) / float64(r.Pods)
+	r.WriteShare = float64(total) / elapsed.Seconds() / r.CeilingWrites
 }
 
 // Ceiling measures async publishes with a revision check to KV subjects,

@@ -62,3 +62,29 @@ func TestSelector(t *testing.T) {
 		}
 	}
 }
+
+// TestSameJSONAndEncoding: values compare equal whatever their key order
+// and spacing; encodings compare equal when their bytes are, differ when
+// their lengths do, and otherwise compare by value.
+func TestSameJSONAndEncoding(t *testing.T) {
+	for _, c := range []struct {
+		a, b           string
+		json, encoding bool
+	}{
+		{`{"a":1,"b":2}`, `{"a":1,"b":2}`, true, true},
+		{`{"a":1,"b":2}`, `{"b":2,"a":1}`, true, true},
+		{`{"a":1,"b":2}`, `{"a":1,"b":3}`, false, false},
+		{`{"a":1, "b":2}`, `{"b":2,"a":1}`, true, false},
+		{`{"a":"é"}`, `{"a":"\u00e9"}`, true, false},
+		{``, `null`, true, false},
+		{`{}`, `null`, true, false},
+		{`{"a":[1,2]}`, `{"a":[2,1]}`, false, false},
+	} {
+		if got := object.SameJSON(json.RawMessage(c.a), json.RawMessage(c.b)); got != c.json {
+			t.Errorf("SameJSON(%s, %s) = %v", c.a, c.b, got)
+		}
+		if got := object.SameEncoding([]byte(c.a), []byte(c.b)); got != c.encoding {
+			t.Errorf("SameEncoding(%s, %s) = %v", c.a, c.b, got)
+		}
+	}
+}

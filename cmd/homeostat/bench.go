@@ -62,6 +62,15 @@ func report(out io.Writer, r *bench.Result) {
 	fmt.Fprintf(out, "  pod created -> Running      p50 %s   p99 %s\n", r.P50.Round(time.Millisecond), r.P99.Round(time.Millisecond))
 	fmt.Fprintf(out, "  store ceiling               %.0f writes/s (async, revision-checked) = %.0f pods/s at 3 writes a pod\n", r.CeilingWrites, r.CeilingPods)
 	fmt.Fprintf(out, "  throughput / ceiling        %.1f%%\n", 100*r.Ratio)
+	fmt.Fprintf(out, "  store writes per pod        %.2f, at %.1f%% of the ceiling's rate\n", r.TotalWritesPerPod, 100*r.WriteShare)
+	streams := make([]string, 0, len(r.WritesPerPod))
+	for s := range r.WritesPerPod {
+		streams = append(streams, s)
+	}
+	sort.Slice(streams, func(i, j int) bool { return r.WritesPerPod[streams[i]] > r.WritesPerPod[streams[j]] })
+	for _, s := range streams {
+		fmt.Fprintf(out, "    %-30s %.2f\n", s, r.WritesPerPod[s])
+	}
 	names := make([]string, 0, len(r.PeakRSS))
 	for n := range r.PeakRSS {
 		names = append(names, n)
