@@ -97,8 +97,32 @@ func (n *NodePods) Publish(ctx context.Context, changes []NodePodChange) error {
 func (n *NodePods) Watch(ctx context.Context, node string) (<-chan Event, error) {
 	prefix := nodePodsPrefix + nodeToken(node) + "."
 	spec := readSpec{stream: nodePodsStream, filter: prefix + ">", what: "pods of node " + node}
-	decode := func(m rawMsg, live bool) Event {
-		ev := Event{Key: strings.TrimPrefix(m.subject, prefix), Revision: m.seq, Trace: extractSpan(m.header)}
+	return n.conn.watch(ctx, spec, 1024, true, n.decoder(func(subject string) string { return strings.TrimPrefix(subject, prefix) })), nil
+}
+
+// WatchAll streams the pods of every node as Watch does those of one, each
+// event's Key naming the node too ("<node>/<key>", see SplitNodeKey): one
+// consumer for a process that hosts many nodes, where one per node would
+// have the server match every write against each.
+func (n *NodePods) WatchAll(ctx context.Context) (<-chan Event, error) {
+	spec := readSpec{stream: nodePodsStream, filter: nodePodsPrefix + ">", what: "pods of every node"}
+	key := func(subject string) string {
+		node, key, _ := strings.Cut(strings.TrimPrefix(subject, nodePodsPrefix), ".")
+		return tokenNode(node) + "/" + key
+	}
+	return n.conn.watch(ctx, spec, 4096, true, n.decoder(key)), nil
+}
+
+// SplitNodeKey reads the node and the pod's key of a WatchAll event.
+func SplitNodeKey(key string) (node, podKey string) {
+	node, podKey, _ = strings.Cut(key, "/")
+	return node, podKey
+}
+
+// decoder decodes the index's messages, keyed by key(subject).
+func (n *NodePods) decoder(key func(subject string) string) func(rawMsg, bool) Event {
+	return func(m rawMsg, live bool) Event {
+		ev := Event{Key: key(m.subject), Revision: m.seq, Trace: extractSpan(m.header)}
 		if isTombstone(m.header) || len(m.data) == 0 {
 			ev.Type = Deleted
 			return ev
@@ -115,5 +139,4 @@ func (n *NodePods) Watch(ctx context.Context, node string) (<-chan Event, error)
 		}
 		return ev
 	}
-	return n.conn.watch(ctx, spec, 1024, true, decode), nil
 }

@@ -107,6 +107,9 @@ type Config struct {
 	// bus.AgentManager; made from the built-in schemas when nil (agents
 	// of one process may share one).
 	Fields bus.FieldTracker
+	// Index says which pods are bound to the node: the bus's node pod
+	// index when nil (agents of one process may share one watch of it).
+	Index PodIndex
 }
 
 // Agent is one node's agent.
@@ -122,7 +125,7 @@ type Agent struct {
 	leaseObject *nodeLease
 	nodeUID     string
 	nodes       *bus.Store
-	index       *bus.NodePods
+	index       PodIndex
 
 	mu      sync.Mutex
 	workers map[string]*podWorker // by pod key
@@ -202,8 +205,10 @@ func (a *Agent) run(ctx context.Context) error {
 	if a.nodes, err = a.cfg.Bus.Store(ctx, bus.StoreSpec{Resource: "nodes", Kind: "Node"}); err != nil {
 		return err
 	}
-	if a.index, err = a.cfg.Bus.NodePods(ctx); err != nil {
-		return err
+	if a.index = a.cfg.Index; a.index == nil {
+		if a.index, err = a.cfg.Bus.NodePods(ctx); err != nil {
+			return err
+		}
 	}
 	leases, err := a.cfg.Bus.Leases(ctx)
 	if err != nil {

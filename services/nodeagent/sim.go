@@ -99,10 +99,13 @@ func RunSimulated(ctx context.Context, cfg SimConfig) error {
 	if err != nil {
 		return err
 	}
-	errs := make(chan error, cfg.Nodes)
-	var wg sync.WaitGroup
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	index, err := cfg.Bus.NodePods(ctx)
+	if err != nil {
+		return err
+	}
+	// One watch of the index serves every node.
+	shared := newSharedIndex()
+	agents := make([]*Agent, 0, cfg.Nodes)
 	for i := range cfg.Nodes {
 		name := fmt.Sprintf("%s-%d", cfg.Prefix, i)
 		identity := ""
@@ -113,11 +116,20 @@ func RunSimulated(ctx context.Context, cfg SimConfig) error {
 			Bus: cfg.Bus, Logger: cfg.Logger, NodeName: name, Identity: identity,
 			Runtime: Simulated{Delay: cfg.Delay}, Capacity: cfg.Capacity,
 			Labels:         map[string]string{"homeostat.io/simulated": "true"},
-			HeartbeatEvery: cfg.HeartbeatEvery, Grace: cfg.Grace, Fields: fields,
+			HeartbeatEvery: cfg.HeartbeatEvery, Grace: cfg.Grace, Fields: fields, Index: shared,
 		})
 		if err != nil {
 			return err
 		}
+		agents = append(agents, a)
+	}
+	errs := make(chan error, cfg.Nodes)
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Add(1)
+	go func() { defer wg.Done(); shared.run(ctx, index) }()
+	for _, a := range agents {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

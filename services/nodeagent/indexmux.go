@@ -1,0 +1,129 @@
+package nodeagent
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/clock"
+)
+
+// PodIndex says which pods are bound to a node: the node pod index
+// (bus.NodePods), or one watch of it shared by the nodes of a process.
+type PodIndex interface {
+	// Watch streams the node's pods: the current set as Added, Synced,
+	// then changes; the channel closes when the watch ends.
+	Watch(ctx context.Context, node string) (<-chan bus.Event, error)
+}
+
+// sharedIndex serves the pods of many nodes from one watch of the whole
+// index, which the server matches each write against once, instead of
+// once per node. It keeps each node's current pods, so that a node that
+// starts (or starts again) watching gets its set, then what changes.
+type sharedIndex struct {
+	mu     sync.Mutex
+	synced bool
+	pods   map[string]map[string]bus.Event // node → pod key → latest
+	subs   map[string]*indexSub
+}
+
+// indexSub is one node's watch; done closes when its watcher has gone, so
+// that nothing waits to send it more.
+type indexSub struct {
+	ch   chan bus.Event
+	done chan struct{}
+}
+
+func (s *indexSub) send(ev bus.Event) {
+	select {
+	case s.ch <- ev: // a node that falls behind holds up the others: backpressure
+	case <-s.done:
+	}
+}
+
+func newSharedIndex() *sharedIndex {
+	return &sharedIndex{pods: map[string]map[string]bus.Event{}, subs: map[string]*indexSub{}}
+}
+
+// run follows the whole index until ctx ends, watching it again should
+// its watch end.
+func (x *sharedIndex) run(ctx context.Context, index *bus.NodePods) {
+	for ctx.Err() == nil {
+		ch, err := index.WatchAll(ctx)
+		if err == nil {
+			for ev := range ch {
+				x.apply(ev)
+			}
+		}
+		// The next watch sends every node's set afresh: the nodes watching
+		// start over, as after a watch of their own that ended.
+		x.reset()
+		clock.Sleep(ctx, 100*time.Millisecond)
+	}
+}
+
+func (x *sharedIndex) apply(ev bus.Event) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if ev.Type == bus.Synced {
+		x.synced = true
+		for _, sub := range x.subs {
+			sub.send(ev)
+		}
+		return
+	}
+	node, key := bus.SplitNodeKey(ev.Key)
+	ev.Key = key
+	switch ev.Type {
+	case bus.Added, bus.Modified:
+		if x.pods[node] == nil {
+			x.pods[node] = map[string]bus.Event{}
+		}
+		x.pods[node][key] = ev
+	case bus.Deleted:
+		delete(x.pods[node], key)
+	}
+	if sub, ok := x.subs[node]; ok {
+		sub.send(ev)
+	}
+}
+
+func (x *sharedIndex) reset() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for node, sub := range x.subs {
+		close(sub.ch)
+		delete(x.subs, node)
+	}
+	x.pods, x.synced = map[string]map[string]bus.Event{}, false
+}
+
+// Watch streams one node's pods: those known now as Added (and Synced,
+// once the whole index has been read), then changes.
+func (x *sharedIndex) Watch(ctx context.Context, node string) (<-chan bus.Event, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if old, ok := x.subs[node]; ok {
+		close(old.ch)
+	}
+	sub := &indexSub{ch: make(chan bus.Event, 1024+len(x.pods[node])), done: make(chan struct{})}
+	for _, ev := range x.pods[node] {
+		ev.Type = bus.Added
+		sub.ch <- ev
+	}
+	if x.synced {
+		sub.ch <- bus.Event{Type: bus.Synced}
+	}
+	x.subs[node] = sub
+	context.AfterFunc(ctx, func() {
+		close(sub.done)
+		x.mu.Lock()
+		defer x.mu.Unlock()
+		if x.subs[node] == sub {
+			close(sub.ch)
+			delete(x.subs, node)
+		}
+	})
+	return sub.ch, nil
+}

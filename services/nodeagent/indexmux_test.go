@@ -1,0 +1,85 @@
+package nodeagent
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/bus/bustest"
+	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/testenv/poll"
+)
+
+func indexPod(name string) *object.Object {
+	return &object.Object{APIVersion: "v1", Kind: "Pod", Metadata: object.Meta{Name: name, Namespace: "default", UID: "u-" + name}}
+}
+
+// collect gathers what a node's watch sends, in the order sent.
+func collect(ch <-chan bus.Event) func() []string {
+	var mu sync.Mutex
+	var got []string
+	go func() {
+		for ev := range ch {
+			mu.Lock()
+			got = append(got, fmt.Sprintf("%s %s", ev.Type, ev.Key))
+			mu.Unlock()
+		}
+	}()
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), got...)
+	}
+}
+
+// TestSharedIndexServesEachNodeItsPods: one watch of the whole index gives
+// each node its own pods (the current set, Synced, then changes), and a
+// node that starts watching late gets the set as it stands.
+func TestSharedIndexServesEachNodeItsPods(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	conn := bustest.Conn(t)
+	index, err := conn.NodePods(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish := func(changes ...bus.NodePodChange) {
+		t.Helper()
+		if err := index.Publish(ctx, changes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish(bus.NodePodChange{Node: "n.1", Key: "default.a", Pod: indexPod("a")}, bus.NodePodChange{Node: "n2", Key: "default.b", Pod: indexPod("b")})
+	x := newSharedIndex()
+	done := make(chan struct{})
+	go func() { defer close(done); x.run(ctx, index) }()
+	ch1, _ := x.Watch(ctx, "n.1")
+	got1 := collect(ch1)
+	poll.Until(t, "n.1's set and Synced", 10*time.Second, func() bool {
+		return fmt.Sprint(got1()) == "[ADDED default.a SYNCED ]"
+	})
+	publish(bus.NodePodChange{Node: "n.1", Key: "default.c", Pod: indexPod("c")}, bus.NodePodChange{Node: "n2", Key: "default.d", Pod: indexPod("d")},
+		bus.NodePodChange{Node: "n.1", Key: "default.a"})
+	poll.Until(t, "n.1's changes, and none of n2's", 10*time.Second, func() bool {
+		return fmt.Sprint(got1()) == "[ADDED default.a SYNCED  MODIFIED default.c DELETED default.a]"
+	})
+	wctx, stop := context.WithCancel(ctx)
+	ch2, _ := x.Watch(wctx, "n2")
+	got2 := collect(ch2)
+	poll.Until(t, "n2's set as it stands, then Synced", 10*time.Second, func() bool {
+		g := got2()
+		return len(g) == 3 && g[2] == "SYNCED " && (fmt.Sprint(g[:2]) == "[ADDED default.b ADDED default.d]" || fmt.Sprint(g[:2]) == "[ADDED default.d ADDED default.b]")
+	})
+	stop()
+	poll.Until(t, "n2's watch closed when its context ended", 10*time.Second, func() bool {
+		x.mu.Lock()
+		defer x.mu.Unlock()
+		_, ok := x.subs["n2"]
+		return !ok
+	})
+	cancel()
+	<-done
+}
