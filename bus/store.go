@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -323,21 +324,22 @@ func (s *Store) Update(ctx context.Context, o *object.Object, opts UpdateOptions
 	n.Metadata.DeletionTimestamp = cur.Metadata.DeletionTimestamp
 	n.Metadata.DeletionGracePeriodSeconds = cur.Metadata.DeletionGracePeriodSeconds
 	n.Metadata.Generation = cur.Metadata.Generation
-	if !object.SameJSON(cur.Spec, n.Spec) {
+	sameSpec := object.SameJSON(cur.Spec, n.Spec)
+	if !sameSpec {
 		n.Metadata.Generation++
 	}
 	if n.Metadata.Deleting() && len(cur.Metadata.Finalizers) > 0 && len(n.Metadata.Finalizers) == 0 {
 		return s.remove(ctx, n, rev)
 	}
 	n = track(ctx, cur, n)
+	// A write that changes nothing is not made: no new revision, no
+	// watch event, no reconcile.
+	if sameSpec && unchanged(cur, n) {
+		return cur, nil
+	}
 	data, err := encode(n)
 	if err != nil {
 		return nil, err
-	}
-	// A write that changes nothing is not made: no new revision, no
-	// watch event, no reconcile.
-	if old, err := encode(cur); err == nil && object.SameJSON(old, data) {
-		return cur, nil
 	}
 	nrev, err := s.publish(ctx, key, data, rev, nil)
 	if err != nil {
@@ -346,6 +348,24 @@ func (s *Store) Update(ctx context.Context, o *object.Object, opts UpdateOptions
 	n.Metadata.ResourceVersion = strconv.FormatUint(nrev, 10)
 	s.noteWrite(ctx, VerbUpdated, key, cur, n)
 	return n, nil
+}
+
+// unchanged reports whether n, whose spec is cur's, would store what cur
+// holds. Status and other members compare as encodings do
+// (object.SameEncoding); metadata field by field. A difference it sees
+// where there is none (an empty map for none) costs one write that
+// changes nothing, after which the two agree.
+func unchanged(cur, n *object.Object) bool {
+	if cur.APIVersion != n.APIVersion || cur.Kind != n.Kind || !object.SameEncoding(cur.Status, n.Status) ||
+		len(cur.Fields) != len(n.Fields) || !reflect.DeepEqual(cur.Metadata, n.Metadata) {
+		return false
+	}
+	for k, v := range cur.Fields {
+		if !object.SameEncoding(v, n.Fields[k]) {
+			return false
+		}
+	}
+	return true
 }
 
 // remove writes a tombstone that carries the object's last state, so that

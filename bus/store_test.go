@@ -418,3 +418,43 @@ func TestConcurrentSetup(t *testing.T) {
 		}
 	}
 }
+
+// TestUpdateThatChangesNothing: an update that stores what is there is not
+// made (the same revision comes back), whatever the key order of its spec
+// and status; any change is made, and only a change of spec moves the
+// generation.
+func TestUpdateThatChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, bustest.Conn(t))
+	o := widget("default", "w", `{"size":1,"color":"blue"}`, map[string]string{"a": "b"})
+	o.Status = json.RawMessage(`{"ready":1,"phase":"Up"}`)
+	cur, err := s.Create(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name       string
+		change     func(*object.Object)
+		written    bool
+		generation int64
+	}{
+		{"nothing", func(*object.Object) {}, false, 1},
+		{"spec and status in another order", func(n *object.Object) {
+			n.Spec, n.Status = json.RawMessage(`{"color":"blue","size":1}`), json.RawMessage(`{"phase":"Up","ready":1}`)
+		}, false, 1},
+		{"a label", func(n *object.Object) { n.Metadata.Labels = map[string]string{"a": "c"} }, true, 1},
+		{"the status", func(n *object.Object) { n.Status = json.RawMessage(`{"ready":2,"phase":"Up"}`) }, true, 1},
+		{"the spec", func(n *object.Object) { n.Spec = json.RawMessage(`{"size":2,"color":"blue"}`) }, true, 2},
+	} {
+		n := cur.Clone()
+		c.change(n)
+		got, err := s.Update(ctx, n, bus.UpdateOptions{Current: cur})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if written := got.Metadata.ResourceVersion != cur.Metadata.ResourceVersion; written != c.written || got.Metadata.Generation != c.generation {
+			t.Fatalf("%s: written %v, generation %d; want %v, %d", c.name, written, got.Metadata.Generation, c.written, c.generation)
+		}
+		cur = got
+	}
+}
