@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -36,6 +37,9 @@ type pendingEvent struct {
 	ns, name string
 	spec     kinds.Event
 	n        int32
+	// owner is the controller of the object the event is about, if any:
+	// like events of many of its objects are folded into one about it.
+	owner *kinds.ObjectReference
 }
 
 // EventKind describes where Events live.
@@ -83,21 +87,29 @@ func (r *Recorder) CorruptObject(ctx context.Context, k Kind, key string, err er
 		"the stored value of %s %s cannot be read (%v); it is left out of lists and caches until it is replaced or deleted", k.Kind, key, err)
 }
 
-// Event records that something happened to o.
-func (r *Recorder) Event(ctx context.Context, o *object.Object, typ, reason, format string, args ...any) {
+// eventName is the name and namespace of the events of one type and
+// reason about an object: <object>.<hash>, as client-go names events, so
+// that the events of one object are read without the others'
+// (bus.ListOptions.Under).
+func eventName(ref kinds.ObjectReference, typ, reason string) (ns, name string) {
 	h := fnv.New64a()
-	fmt.Fprintf(h, "%s/%s/%s/%s/%s", o.Metadata.UID, o.Kind, o.Metadata.Name, typ, reason)
-	// <object>.<hash>, as client-go names events: the events of one
-	// object are then read without the others' (bus.ListOptions.Under).
-	base := o.Metadata.Name
+	fmt.Fprintf(h, "%s/%s/%s/%s/%s", ref.UID, ref.Kind, ref.Name, typ, reason)
+	base := ref.Name
 	if len(base) > 253-17 {
 		base = strings.TrimRight(base[:253-17], ".-")
 	}
-	name := fmt.Sprintf("%s.%016x", base, h.Sum64())
-	ns := o.Metadata.Namespace
+	ns = ref.Namespace
 	if ns == "" {
 		ns = "default"
 	}
+	return ns, fmt.Sprintf("%s.%016x", base, h.Sum64())
+}
+
+// Event records that something happened to o.
+func (r *Recorder) Event(ctx context.Context, o *object.Object, typ, reason, format string, args ...any) {
+	ref := kinds.ObjectReference{APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Metadata.Name,
+		Namespace: o.Metadata.Namespace, UID: o.Metadata.UID, ResourceVersion: o.Metadata.ResourceVersion}
+	ns, name := eventName(ref, typ, reason)
 	now := time.Now().UTC().Format(time.RFC3339)
 	msg := fmt.Sprintf(format, args...)
 	tid := ""
@@ -108,11 +120,13 @@ func (r *Recorder) Event(ctx context.Context, o *object.Object, typ, reason, for
 	defer r.mu.Unlock()
 	p := r.pending[ns+"."+name]
 	if p == nil {
-		p = &pendingEvent{ns: ns, name: name, spec: kinds.Event{
-			InvolvedObject: kinds.ObjectReference{APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Metadata.Name,
-				Namespace: o.Metadata.Namespace, UID: o.Metadata.UID, ResourceVersion: o.Metadata.ResourceVersion},
+		p = &pendingEvent{ns: ns, name: name, spec: kinds.Event{InvolvedObject: ref,
 			Reason: reason, Type: typ, FirstTimestamp: now, Source: kinds.EventSource{Component: r.component},
 		}}
+		if owner, ok := o.Metadata.ControllerOf(); ok {
+			p.owner = &kinds.ObjectReference{APIVersion: owner.APIVersion, Kind: owner.Kind, Name: owner.Name,
+				Namespace: o.Metadata.Namespace, UID: owner.UID}
+		}
 		r.pending[ns+"."+name] = p
 	}
 	p.n++
@@ -122,9 +136,60 @@ func (r *Recorder) Event(ctx context.Context, o *object.Object, typ, reason, for
 	}
 }
 
+// aggregateAbove is how many like events about the objects of one owner
+// (the Scheduled events of a ReplicaSet's pods) a flush writes one by one;
+// more are one event about the owner, so that a thousand pods starting
+// cost a write, not a thousand.
+const aggregateAbove = 5
+
+// aggregate folds, in a batch, the like events about many objects of one
+// owner into one event about the owner.
+func aggregate(batch map[string]*pendingEvent) map[string]*pendingEvent {
+	type groupKey struct{ owner, kind, typ, reason string }
+	groups := map[groupKey][]string{}
+	for key, p := range batch {
+		if p.owner != nil {
+			g := groupKey{p.owner.UID, p.spec.InvolvedObject.Kind, p.spec.Type, p.spec.Reason}
+			groups[g] = append(groups[g], key)
+		}
+	}
+	for _, keys := range groups {
+		if len(keys) <= aggregateAbove {
+			continue
+		}
+		sort.Strings(keys)
+		first := batch[keys[0]]
+		ns, name := eventName(*first.owner, first.spec.Type, first.spec.Reason)
+		agg := &pendingEvent{ns: ns, name: name, spec: first.spec}
+		agg.spec.InvolvedObject = *first.owner
+		var names []string
+		for _, k := range keys {
+			p := batch[k]
+			agg.n += p.n
+			if p.spec.FirstTimestamp < agg.spec.FirstTimestamp {
+				agg.spec.FirstTimestamp = p.spec.FirstTimestamp
+			}
+			if p.spec.LastTimestamp > agg.spec.LastTimestamp {
+				agg.spec.LastTimestamp, agg.spec.Message = p.spec.LastTimestamp, p.spec.Message
+			}
+			if len(names) < 3 {
+				names = append(names, p.spec.InvolvedObject.Name)
+			}
+			delete(batch, k)
+		}
+		agg.spec.Message = fmt.Sprintf("%d %ss (%s, …), the latest: %s", len(keys), strings.ToLower(first.spec.InvolvedObject.Kind),
+			strings.Join(names, ", "), agg.spec.Message)
+		if prev, ok := batch[ns+"."+name]; ok { // the owner's own event of the same reason
+			agg.n += prev.n
+		}
+		batch[ns+"."+name] = agg
+	}
+	return batch
+}
+
 func (r *Recorder) flush(ctx context.Context) {
 	r.mu.Lock()
-	batch := r.pending
+	batch := aggregate(r.pending)
 	r.pending = map[string]*pendingEvent{}
 	r.mu.Unlock()
 	for key, p := range batch {

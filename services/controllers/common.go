@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"maps"
-	"sort"
 	"strconv"
 
 	"github.com/homeostat/homeostat/bus"
@@ -152,7 +151,7 @@ func updateStatus(ctx context.Context, st *bus.Store, cur *object.Object, status
 	if err != nil {
 		return err
 	}
-	if object.SameJSON(cur.Status, b) {
+	if object.SameEncoding(cur.Status, b) {
 		return nil
 	}
 	n := cur.Clone()
@@ -161,9 +160,9 @@ func updateStatus(ctx context.Context, st *bus.Store, cur *object.Object, status
 	return err
 }
 
-// claim returns the pods owner controls: its own that still match its
-// selector (releasing those that no longer do) and orphans that match
-// (adopting them).
+// claim returns the pods owner controls, in no order: its own that still
+// match its selector (releasing those that no longer do) and orphans that
+// match (adopting them).
 func claim(ctx context.Context, pods *reconcile.Informer, owner *object.Object, sel object.Selector) ([]*kinds.Pod, error) {
 	st := pods.Store()
 	var out []*kinds.Pod
@@ -188,7 +187,6 @@ func claim(ctx context.Context, pods *reconcile.Informer, owner *object.Object, 
 			out = append(out, p)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Metadata.Name < out[j].Metadata.Name })
 	return out, nil
 }
 

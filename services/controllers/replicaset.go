@@ -175,7 +175,7 @@ func deletionOrder(pods []*kinds.Pod, rs string, want int32) []*kinds.Pod {
 		}
 		return [5]int{b(inSlots[p.Metadata.Name]), b(p.Spec.NodeName != ""), b(p.Status.Phase == kinds.PodRunning), b(p.Ready()), 0}
 	}
-	sort.SliceStable(out, func(i, j int) bool {
+	sort.Slice(out, func(i, j int) bool {
 		ri, rj := rank(out[i]), rank(out[j])
 		if ri != rj {
 			for k := range ri {
@@ -187,7 +187,10 @@ func deletionOrder(pods []*kinds.Pod, rs string, want int32) []*kinds.Pod {
 		if out[i].Restarts() != out[j].Restarts() {
 			return out[i].Restarts() > out[j].Restarts()
 		}
-		return out[i].Metadata.CreationTimestamp.After(out[j].Metadata.CreationTimestamp)
+		if !out[i].Metadata.CreationTimestamp.Equal(out[j].Metadata.CreationTimestamp) {
+			return out[i].Metadata.CreationTimestamp.After(out[j].Metadata.CreationTimestamp)
+		}
+		return out[i].Metadata.Name < out[j].Metadata.Name
 	})
 	return out
 }

@@ -228,7 +228,7 @@ func (w *podWorker) writeStatus(ctx context.Context) error {
 	if err := n.SetStatus(next); err != nil {
 		return err
 	}
-	if object.SameJSON(n.Status, stored.Status) {
+	if object.SameEncoding(n.Status, stored.Status) {
 		return nil
 	}
 	updated, err := w.a.write.UpdateStatus(ctx, n, stored)
