@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"sync"
 	"time"
@@ -40,6 +41,9 @@ type Config struct {
 	Dir string
 	// Progress receives a line now and then; nil for none.
 	Progress func(format string, args ...any)
+	// CPUProfile, when set, is a directory where each component writes a
+	// CPU profile of the scenario (<component>-<pid>.prof).
+	CPUProfile string
 }
 
 // Result is what a scenario measured.
@@ -115,6 +119,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	before, err := conn.Writes(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.CPUProfile != "" {
+		// The store (embedded here) and the bench's own watch.
+		stop, err := profile(filepath.Join(cfg.CPUProfile, fmt.Sprintf("nats-and-bench-%d.prof", os.Getpid())))
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
 	}
 	progress("creating %d deployment(s) of %d", cfg.Deployments, cfg.Replicas)
 	start := time.Now()
@@ -250,11 +262,9 @@ func watchPods(ctx context.Context, conn *bus.Conn) (*podWatch, error) {
 			if _, ok := w.created[uid]; !ok {
 				w.created[uid] = now
 			}
-			if _, ok := w.running[uid]; !ok {
-				if p, err := kinds.DecodePod(ev.Object); err == nil && p.Status.Phase == kinds.PodRunning && p.Ready() {
-					w.running[uid] = now
-					w.last = now
-				}
+			if _, ok := w.running[uid]; !ok && runningReady(ev.Object) {
+				w.running[uid] = now
+				w.last = now
 			}
 			w.mu.Unlock()
 			select {
@@ -264,6 +274,20 @@ func watchPods(ctx context.Context, conn *bus.Conn) (*podWatch, error) {
 		}
 	}()
 	return w, nil
+}
+
+// runningReady reads only what says a pod runs ready: the bench's own
+// watch should cost the machine it measures as little as it can.
+func runningReady(o *object.Object) bool {
+	var st struct {
+		Phase      string             `json:"phase"`
+		Conditions []object.Condition `json:"conditions"`
+	}
+	if o.DecodeStatus(&st) != nil || st.Phase != kinds.PodRunning {
+		return false
+	}
+	c := object.FindCondition(st.Conditions, kinds.PodReady)
+	return c != nil && c.Status == object.ConditionTrue
 }
 
 func (w *podWatch) waitAll(ctx context.Context, n int, timeout time.Duration, progress func(string, ...any)) ([]time.Duration, time.Time, error) {
@@ -295,4 +319,35 @@ func (w *podWatch) waitAll(ctx context.Context, n int, timeout time.Duration, pr
 		lat = append(lat, r.Sub(w.created[uid]))
 	}
 	return lat, w.last, nil
+}
+
+// Spread is several runs' figure: its median, least and greatest.
+type Spread struct{ Median, Min, Max float64 }
+
+// SpreadOf is the spread of xs (the mean of the middle two for an even
+// count).
+func SpreadOf(xs []float64) Spread {
+	if len(xs) == 0 {
+		return Spread{}
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	m := s[len(s)/2]
+	if len(s)%2 == 0 {
+		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return Spread{Median: m, Min: s[0], Max: s[len(s)-1]}
+}
+
+// profile writes a CPU profile of this process to path until stop.
+func profile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("bench: cpu profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

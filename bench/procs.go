@@ -40,6 +40,9 @@ func startComponents(ctx context.Context, cfg Config, natsURL, dir string) (comp
 		cmd := exec.Command(cfg.Exe, append(s[1:], "--log-level", "warn")...)
 		cmd.Stdout, cmd.Stderr = logf, logf
 		cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=none")
+		if cfg.CPUProfile != "" {
+			cmd.Env = append(cmd.Env, "HOMEOSTAT_CPUPROFILE="+cfg.CPUProfile)
+		}
 		if err := cmd.Start(); err != nil {
 			logf.Close()
 			cs.stop()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"time"
@@ -14,8 +15,9 @@ import (
 )
 
 func newBench() *cobra.Command {
-	var nodes, replicas, deployments, per int
+	var nodes, replicas, deployments, per, runs int
 	var timeout time.Duration
+	var cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure convergence at scale on simulated nodes, against the store's own ceiling",
@@ -36,12 +38,25 @@ and --deployments Deployments of --per pods.`,
 				if sc.d == 0 || sc.r == 0 {
 					continue
 				}
-				res, err := bench.Run(cmd.Context(), bench.Config{Exe: exe, Nodes: nodes, Deployments: sc.d, Replicas: sc.r,
-					Timeout: timeout, Progress: progress})
-				if err != nil {
-					return err
+				var results []*bench.Result
+				for run := range max(runs, 1) {
+					cfg := bench.Config{Exe: exe, Nodes: nodes, Deployments: sc.d, Replicas: sc.r, Timeout: timeout, Progress: progress}
+					if cpuProfile != "" {
+						cfg.CPUProfile = filepath.Join(cpuProfile, fmt.Sprintf("%dx%d-run%d", sc.d, sc.r, run+1))
+						if err := os.MkdirAll(cfg.CPUProfile, 0o755); err != nil {
+							return err
+						}
+					}
+					res, err := bench.Run(cmd.Context(), cfg)
+					if err != nil {
+						return err
+					}
+					report(out, res)
+					results = append(results, res)
 				}
-				report(out, res)
+				if len(results) > 1 {
+					summarize(out, results)
+				}
 			}
 			return nil
 		},
@@ -52,7 +67,35 @@ and --deployments Deployments of --per pods.`,
 	f.IntVar(&deployments, "deployments", 1000, "number of small Deployments (0 skips the scenario)")
 	f.IntVar(&per, "per", 10, "replicas of each small Deployment")
 	f.DurationVar(&timeout, "timeout", 15*time.Minute, "give up on a scenario after this long")
+	f.IntVar(&runs, "runs", 1, "runs of each scenario; with more than one, the medians with their least and greatest follow")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "directory where each component writes a CPU profile of each run (<scenario>-run<n>/<component>-<pid>.prof)")
 	return cmd
+}
+
+// summarize prints the medians of several runs of a scenario, with the
+// least and greatest of each.
+func summarize(out io.Writer, rs []*bench.Result) {
+	fig := func(f func(*bench.Result) float64) bench.Spread {
+		xs := make([]float64, len(rs))
+		for i, r := range rs {
+			xs[i] = f(r)
+		}
+		return bench.SpreadOf(xs)
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	fmt.Fprintf(out, "\n%s: median of %d runs (least–greatest)\n", rs[0].Scenario, len(rs))
+	line := func(name, unit string, s bench.Spread) {
+		fmt.Fprintf(out, "  %-26s %.0f%s (%.0f–%.0f)\n", name, s.Median, unit, s.Min, s.Max)
+	}
+	line("all Running after", " ms", fig(func(r *bench.Result) float64 { return ms(r.Elapsed) }))
+	line("throughput", " pods/s", fig(func(r *bench.Result) float64 { return r.PodsPerSec }))
+	line("created -> Running p50", " ms", fig(func(r *bench.Result) float64 { return ms(r.P50) }))
+	line("created -> Running p99", " ms", fig(func(r *bench.Result) float64 { return ms(r.P99) }))
+	line("store ceiling", " writes/s", fig(func(r *bench.Result) float64 { return r.CeilingWrites }))
+	s := fig(func(r *bench.Result) float64 { return 100 * r.Ratio })
+	fmt.Fprintf(out, "  %-26s %.1f%% (%.1f–%.1f)\n", "throughput / ceiling", s.Median, s.Min, s.Max)
+	s = fig(func(r *bench.Result) float64 { return r.TotalWritesPerPod })
+	fmt.Fprintf(out, "  %-26s %.2f (%.2f–%.2f)\n", "store writes per pod", s.Median, s.Min, s.Max)
 }
 
 func report(out io.Writer, r *bench.Result) {
