@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -219,13 +220,21 @@ func TestBinaryRunsRealWorkloads(t *testing.T) {
 
 // The benchmark runs (small here) and reports against the store's ceiling.
 func TestBinaryBench(t *testing.T) {
-	out, errOut, err := (&server{t: t}).runBare("bench", "--nodes", "4", "--replicas", "20", "--deployments", "3", "--per", "4", "--timeout", "2m")
+	profiles := t.TempDir()
+	out, errOut, err := (&server{t: t}).runBare("bench", "--nodes", "4", "--replicas", "20", "--deployments", "3", "--per", "4", "--timeout", "2m",
+		"--runs", "2", "--cpuprofile", profiles)
 	if err != nil {
 		t.Fatalf("bench: %v\n%s\n%s", err, out, errOut)
 	}
-	for _, want := range []string{"all 20 pods Running", "all 12 pods Running", "throughput / ceiling", "peak memory scheduler", "store ceiling"} {
+	for _, want := range []string{"all 20 pods Running", "all 12 pods Running", "throughput / ceiling", "peak memory scheduler", "store ceiling",
+		"store writes per pod", "    pods ", "    node pod index ", "1 deployment(s) x 20 replicas on 4 nodes: median of 2 runs"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("bench output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, comp := range []string{"controllers", "scheduler", "nodeagent", "nats-and-bench"} {
+		if m, _ := filepath.Glob(filepath.Join(profiles, "1x20-run2", comp+"-*.prof")); len(m) != 1 {
+			t.Errorf("no CPU profile of %s in %s", comp, profiles)
 		}
 	}
 }
