@@ -44,6 +44,9 @@ type Config struct {
 	// CPUProfile, when set, is a directory where each component writes a
 	// CPU profile of the scenario (<component>-<pid>.prof).
 	CPUProfile string
+	// NoHistory runs the controllers without their reconcile history, to
+	// measure what it costs.
+	NoHistory bool
 }
 
 // Result is what a scenario measured.

@@ -26,7 +26,7 @@ type components []*component
 // startComponents runs each service as its own process against natsURL.
 func startComponents(ctx context.Context, cfg Config, natsURL, dir string) (components, error) {
 	specs := [][]string{
-		{"controllers", "controllers", "--nats", natsURL, "--metrics-listen", "", "--workers", "8"},
+		{"controllers", "controllers", "--nats", natsURL, "--metrics-listen", "", "--workers", "8", "--reconcile-history=" + strconv.FormatBool(!cfg.NoHistory)},
 		{"scheduler", "scheduler", "--nats", natsURL, "--metrics-listen", ""},
 		{fmt.Sprintf("nodeagent --simulate %d", cfg.Nodes), "nodeagent", "--nats", natsURL, "--simulate", strconv.Itoa(cfg.Nodes), "--name", "sim"},
 	}

@@ -89,6 +89,9 @@ func newHistoryWriter(h *bus.History, log *slog.Logger) *historyWriter {
 // run appends the entries handed over until ctx ends, then those still
 // waiting.
 func (w *historyWriter) run(ctx context.Context) {
+	if w == nil {
+		return
+	}
 	for {
 		select {
 		case it := <-w.entries:

@@ -120,3 +120,30 @@ func TestHistoryRecordsEachReconcile(t *testing.T) {
 		t.Fatalf("the slow widget's history: %+v", es)
 	}
 }
+
+// TestNoHistoryRecordsNothing: a manager told to keep no history leaves no
+// entry. Another manager's entry, published later on the same connection,
+// is read first, so one left by the first would be readable by then.
+func TestNoHistoryRecordsNothing(t *testing.T) {
+	conn := bustest.Conn(t)
+	s := store(t, conn)
+	quiet := &recorder{}
+	r := startWith(t, reconcile.ManagerOptions{Bus: conn, DrainTimeout: 5 * time.Second, Identity: "quiet", NoHistory: true},
+		reconcile.Options{Reconciler: quiet, Resync: -1})
+	if _, err := s.Create(context.Background(), widget("quiet")); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the quiet widget reconciled", 20*time.Second, func() bool { return quiet.count("default.quiet") >= 1 })
+	r.stop()
+
+	start(t, conn, reconcile.Options{Reconciler: &recorder{}, Resync: -1})
+	if _, err := s.Create(context.Background(), widget("loud")); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the loud widget's entry", 20*time.Second, func() bool { return len(historyOf(t, conn, "default.loud")) >= 1 })
+	for _, e := range historyOf(t, conn, "default.quiet") {
+		if e.Worker == "quiet" {
+			t.Fatalf("a manager without history recorded %+v", e)
+		}
+	}
+}

@@ -25,6 +25,9 @@ type ManagerOptions struct {
 	// one that survives restarts lets a restarted process take its claims
 	// back at once (default: a new one each start).
 	Identity string
+	// NoHistory records no reconcile history (explain and history then
+	// show none); it exists to measure what the history costs.
+	NoHistory bool
 }
 
 // Manager owns the informers shared by a process's controllers and runs
@@ -65,12 +68,14 @@ func NewManager(ctx context.Context, opts ManagerOptions) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := opts.Bus.History(ctx, bus.HistoryOptions{})
-	if err != nil {
-		return nil, err
+	m := &Manager{opts: opts, log: log, retries: r, informers: map[string]*Informer{}, ready: make(chan struct{})}
+	if !opts.NoHistory {
+		h, err := opts.Bus.History(ctx, bus.HistoryOptions{})
+		if err != nil {
+			return nil, err
+		}
+		m.history = newHistoryWriter(h, log)
 	}
-	m := &Manager{opts: opts, log: log, retries: r, history: newHistoryWriter(h, log),
-		informers: map[string]*Informer{}, ready: make(chan struct{})}
 	if m.warnings, err = m.Recorder(ctx, "homeostat-runtime"); err != nil {
 		return nil, err
 	}

@@ -90,8 +90,14 @@ func start(t *testing.T, conn *bus.Conn, opts reconcile.Options) *runtime {
 // controller over conn.
 func startAs(t *testing.T, conn *bus.Conn, identity string, opts reconcile.Options) *runtime {
 	t.Helper()
+	return startWith(t, reconcile.ManagerOptions{Bus: conn, DrainTimeout: 5 * time.Second, Identity: identity}, opts)
+}
+
+// startWith runs a manager of mopts with one controller.
+func startWith(t *testing.T, mopts reconcile.ManagerOptions, opts reconcile.Options) *runtime {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := reconcile.NewManager(ctx, reconcile.ManagerOptions{Bus: conn, DrainTimeout: 5 * time.Second, Identity: identity})
+	mgr, err := reconcile.NewManager(ctx, mopts)
 	if err != nil {
 		t.Fatal(err)
 	}

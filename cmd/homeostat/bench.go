@@ -18,6 +18,7 @@ func newBench() *cobra.Command {
 	var nodes, replicas, deployments, per, runs int
 	var timeout time.Duration
 	var cpuProfile string
+	var noHistory bool
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure convergence at scale on simulated nodes, against the store's own ceiling",
@@ -40,7 +41,7 @@ and --deployments Deployments of --per pods.`,
 				}
 				var results []*bench.Result
 				for run := range max(runs, 1) {
-					cfg := bench.Config{Exe: exe, Nodes: nodes, Deployments: sc.d, Replicas: sc.r, Timeout: timeout, Progress: progress}
+					cfg := bench.Config{Exe: exe, Nodes: nodes, Deployments: sc.d, Replicas: sc.r, Timeout: timeout, Progress: progress, NoHistory: noHistory}
 					if cpuProfile != "" {
 						cfg.CPUProfile = filepath.Join(cpuProfile, fmt.Sprintf("%dx%d-run%d", sc.d, sc.r, run+1))
 						if err := os.MkdirAll(cfg.CPUProfile, 0o755); err != nil {
@@ -69,6 +70,7 @@ and --deployments Deployments of --per pods.`,
 	f.DurationVar(&timeout, "timeout", 15*time.Minute, "give up on a scenario after this long")
 	f.IntVar(&runs, "runs", 1, "runs of each scenario; with more than one, the medians with their least and greatest follow")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "directory where each component writes a CPU profile of each run (<scenario>-run<n>/<component>-<pid>.prof)")
+	f.BoolVar(&noHistory, "no-reconcile-history", false, "run the controllers without their reconcile history (to measure what it costs)")
 	return cmd
 }
 

@@ -17,6 +17,7 @@ func newControllers(g *globals) *cobra.Command {
 	var workers int
 	var metrics, identity string
 	var grace, evict time.Duration
+	history := true
 	cmd := &cobra.Command{
 		Use:   "controllers",
 		Short: "Run the workload controllers against an external NATS; start more to scale out",
@@ -30,7 +31,7 @@ func newControllers(g *globals) *cobra.Command {
 					return err
 				}
 				defer conn.Close()
-				svc, err := controllers.New(controllers.Config{Bus: conn, Logger: log, Workers: workers, NodeGrace: grace, EvictAfter: evict, Identity: identity})
+				svc, err := controllers.New(controllers.Config{Bus: conn, Logger: log, Workers: workers, NodeGrace: grace, EvictAfter: evict, Identity: identity, NoHistory: !history})
 				if err != nil {
 					return err
 				}
@@ -44,6 +45,7 @@ func newControllers(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&identity, "identity", "", "names this process in its claims on keys; one kept across restarts takes them back at once (default: new each start)")
 	cmd.Flags().DurationVar(&grace, "node-grace", 40*time.Second, "a node whose heartbeat is older is marked unreachable")
 	cmd.Flags().DurationVar(&evict, "evict-after", 5*time.Minute, "pods of an unreachable node are deleted this long after")
+	cmd.Flags().BoolVar(&history, "reconcile-history", true, "record every reconcile in its object's history (what explain and history read)")
 	return cmd
 }
 

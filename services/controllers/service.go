@@ -44,6 +44,8 @@ type Config struct {
 	// that a restarted process takes its claims back at once (default: a
 	// new one each start).
 	Identity string
+	// NoHistory: the reconciles leave no history (reconcile.ManagerOptions).
+	NoHistory bool
 	// JobBackoff is the first delay before a Job replaces a failed pod; it
 	// doubles per failure up to six minutes (default 10s).
 	JobBackoff time.Duration
@@ -125,7 +127,7 @@ func (s *Service) Setup(ctx context.Context) error {
 	if s.mgr != nil {
 		return nil
 	}
-	mgr, err := reconcile.NewManager(ctx, reconcile.ManagerOptions{Bus: s.cfg.Bus, Logger: s.log, Identity: s.cfg.Identity})
+	mgr, err := reconcile.NewManager(ctx, reconcile.ManagerOptions{Bus: s.cfg.Bus, Logger: s.log, Identity: s.cfg.Identity, NoHistory: s.cfg.NoHistory})
 	if err != nil {
 		return err
 	}
