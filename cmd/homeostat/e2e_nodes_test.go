@@ -190,12 +190,15 @@ func TestBinaryRunsRealWorkloads(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^1\s+demo-\S+`).MatchString(hist) || !regexp.MustCompile(`(?m)^2\s+demo-\S+`).MatchString(hist) {
 		t.Fatalf("rollout history:\n%s", hist)
 	}
-	s.must("", "rollout", "undo", "deployment/demo")
+	undo := s.must("", "rollout", "undo", "deployment/demo")
 	s.must("", "rollout", "status", "deployment/demo")
-	poll.Until(t, "v1 again", 30*time.Second, func() bool {
+	if !poll.Within(30*time.Second, func() bool {
 		ps := readyPods(s.pods(t))
 		return len(ps) == 2 && len(s.pods(t)) == 2 && strings.HasPrefix(s.answer(t, ps[0].Metadata.Name), "v1")
-	})
+	}) {
+		t.Fatalf("timed out after 30s waiting for v1 again; undo said %q\n%s\n%s\n%s", undo,
+			s.must("", "get", "rs", "-o", "yaml"), s.must("", "get", "pods", "-o", "wide"), s.must("", "explain", "deployment/demo"))
+	}
 	// Follow a log: new lines arrive while it streams.
 	p := readyPods(s.pods(t))[0].Metadata.Name
 	m := listening.FindStringSubmatch(s.must("", "logs", p))
