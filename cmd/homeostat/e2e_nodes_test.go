@@ -241,3 +241,56 @@ func TestBinaryBench(t *testing.T) {
 		}
 	}
 }
+
+// TestRolloutUndoPutsTheTemplateBackWhole: after a rollout that added a
+// template annotation, undo brings back the old template as it was, so
+// the controller takes the old ReplicaSet back as the newest revision
+// rather than making a third one.
+func TestRolloutUndoPutsTheTemplateBackWhole(t *testing.T) {
+	s := startUp(t, t.TempDir(), "--no-agent")
+	v1 := fmt.Sprintf(demoManifest, "v1")
+	v2 := strings.Replace(fmt.Sprintf(demoManifest, "v2"), "metadata: {labels: {app: demo}}",
+		"metadata: {labels: {app: demo}, annotations: {note: second}}", 1)
+	s.must(v1, "apply", "-f", "-")
+	poll.Until(t, "revision 1", 30*time.Second, func() bool { return len(revisionsOf(t, s)) == 1 })
+	s.must(v2, "apply", "-f", "-")
+	poll.Until(t, "revision 2", 30*time.Second, func() bool { return len(revisionsOf(t, s)) == 2 })
+	first := revisionsOf(t, s)["1"]
+
+	s.must("", "rollout", "undo", "deployment/demo")
+	var revs map[string]string
+	if !poll.Within(30*time.Second, func() bool { revs = revisionsOf(t, s); return revs["3"] != "" }) {
+		t.Fatalf("no revision 3 after undo: %v", revs)
+	}
+	if len(revs) != 2 || revs["3"] != first {
+		t.Fatalf("undo should make ReplicaSet %s revision 3 again; revisions are %v", first, revs)
+	}
+	var d struct {
+		Spec struct {
+			Template struct {
+				Metadata struct {
+					Annotations map[string]string `json:"annotations"`
+				} `json:"metadata"`
+			} `json:"template"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal([]byte(s.must("", "get", "deployment", "demo", "-o", "json")), &d); err != nil {
+		t.Fatal(err)
+	}
+	if a := d.Spec.Template.Metadata.Annotations; len(a) > 0 {
+		t.Fatalf("the undone template keeps the later annotations %v", a)
+	}
+}
+
+// revisionsOf reads `rollout history` as revision → ReplicaSet.
+func revisionsOf(t *testing.T, s *server) map[string]string {
+	out, _, err := s.run("", "rollout", "history", "deployment/demo")
+	if err != nil {
+		return nil
+	}
+	revs := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^(\d+)\s+(\S+)`).FindAllStringSubmatch(out, -1) {
+		revs[m[1]] = m[2]
+	}
+	return revs
+}

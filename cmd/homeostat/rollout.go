@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -154,11 +155,14 @@ func rollback(ctx context.Context, c *client.Client, res client.Resource, ns, na
 		return err
 	}
 	delete(spec.Template.Metadata.Labels, "pod-template-hash")
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"template": spec.Template}})
+	// The template is replaced whole, as kubectl does: a merge would keep
+	// what the current template has and the old one lacks (an annotation),
+	// and roll out a template that is neither.
+	patch, err := json.Marshal([]map[string]any{{"op": "replace", "path": "/spec/template", "value": spec.Template}})
 	if err != nil {
 		return err
 	}
-	if _, err := c.Patch(ctx, res, ns, name, patch); err != nil {
+	if err := c.Do(ctx, http.MethodPatch, res.Path(ns, name), patch, "application/json-patch+json", &object.Object{}); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "deployment.apps/%s rolled back to revision %d\n", name, target.revision)
