@@ -11,15 +11,18 @@ import (
 // nodeInfo is what the scheduler knows of a node: its object and the pods
 // bound (or assumed bound) to it, with their summed requests.
 type nodeInfo struct {
-	obj         *object.Object
-	spec        kinds.NodeSpec
-	ready       bool
-	allocCPU    int64 // millicores
-	allocMem    int64 // bytes
-	allocPods   int64
-	reqCPU      int64
-	reqMem      int64
-	pods        map[string]*kinds.Pod
+	obj       *object.Object
+	spec      kinds.NodeSpec
+	ready     bool
+	allocCPU  int64 // millicores
+	allocMem  int64 // bytes
+	allocPods int64
+	reqCPU    int64
+	reqMem    int64
+	pods      map[string]*kinds.Pod
+	// owned counts the pods above by the uid of their controller, so that
+	// spreading a pod's siblings reads one count, not every pod.
+	owned       map[string]int
 	labels      map[string]string
 	name        string
 	schedulable bool
@@ -39,6 +42,10 @@ type cache struct {
 	// by key, for the symmetric check: a new pod must not land where one of
 	// them forbids it.
 	anti map[string]*kinds.Pod
+}
+
+func newNodeInfo(name string) *nodeInfo {
+	return &nodeInfo{pods: map[string]*kinds.Pod{}, owned: map[string]int{}, name: name}
 }
 
 func newCache() *cache {
@@ -65,7 +72,7 @@ func (c *cache) setNode(o *object.Object) {
 	c.dirty = true
 	n := c.nodes[o.Metadata.Name]
 	if n == nil {
-		n = &nodeInfo{pods: map[string]*kinds.Pod{}, name: o.Metadata.Name}
+		n = newNodeInfo(o.Metadata.Name)
 		c.nodes[o.Metadata.Name] = n
 	}
 	n.obj = o
@@ -126,13 +133,16 @@ func (c *cache) setPod(key string, p *kinds.Pod) {
 func (c *cache) count(key, node string, p *kinds.Pod) {
 	n := c.nodes[node]
 	if n == nil {
-		n = &nodeInfo{pods: map[string]*kinds.Pod{}, name: node}
+		n = newNodeInfo(node)
 		c.nodes[node] = n
 	}
 	cpu, mem := podRequests(p.Spec)
 	n.reqCPU += cpu
 	n.reqMem += mem
 	n.pods[key] = p
+	if ref, ok := p.Metadata.ControllerOf(); ok {
+		n.owned[ref.UID]++
+	}
 	c.podNode[key] = node
 	if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.Required) > 0 {
 		c.anti[key] = p
@@ -155,6 +165,11 @@ func (c *cache) uncount(key string) {
 		n.reqCPU -= cpu
 		n.reqMem -= mem
 		delete(n.pods, key)
+		if ref, ok := p.Metadata.ControllerOf(); ok {
+			if n.owned[ref.UID]--; n.owned[ref.UID] <= 0 {
+				delete(n.owned, ref.UID)
+			}
+		}
 	}
 	if n.obj == nil && len(n.pods) == 0 {
 		delete(c.nodes, node)

@@ -37,13 +37,7 @@ func score(c *candidate, n *nodeInfo, all []*nodeInfo) int64 {
 	s += int64((1 - min(diff, 1)) * 100)
 	// Spread: fewer siblings (same controller) on the node is better.
 	if c.owner != "" {
-		siblings := 0
-		for _, p := range n.pods {
-			if ref, ok := p.Metadata.ControllerOf(); ok && ref.UID == c.owner {
-				siblings++
-			}
-		}
-		s += int64(100 / (1 + siblings))
+		s += int64(100 / (1 + n.owned[c.owner]))
 	}
 	s += int64(100 / (1 + len(n.pods)/8))
 	if na := c.pod.Spec.Affinity; na != nil && na.NodeAffinity != nil {
