@@ -33,6 +33,14 @@ type sharedIndex struct {
 type indexSub struct {
 	ch   chan bus.Event
 	done chan struct{}
+	// unwatch forgets the watcher's context, once the watch ends first.
+	unwatch func() bool
+}
+
+// end closes a watch that ends before its watcher's context; x.mu is held.
+func (s *indexSub) end() {
+	s.unwatch()
+	close(s.ch)
 }
 
 func (s *indexSub) send(ev bus.Event) {
@@ -93,7 +101,7 @@ func (x *sharedIndex) reset() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for node, sub := range x.subs {
-		close(sub.ch)
+		sub.end()
 		delete(x.subs, node)
 	}
 	x.pods, x.synced = map[string]map[string]bus.Event{}, false
@@ -105,7 +113,7 @@ func (x *sharedIndex) Watch(ctx context.Context, node string) (<-chan bus.Event,
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if old, ok := x.subs[node]; ok {
-		close(old.ch)
+		old.end()
 	}
 	sub := &indexSub{ch: make(chan bus.Event, 1024+len(x.pods[node])), done: make(chan struct{})}
 	for _, ev := range x.pods[node] {
@@ -116,7 +124,10 @@ func (x *sharedIndex) Watch(ctx context.Context, node string) (<-chan bus.Event,
 		sub.ch <- bus.Event{Type: bus.Synced}
 	}
 	x.subs[node] = sub
-	context.AfterFunc(ctx, func() {
+	// Each watch that ends before ctx drops its hold on it: a node that
+	// watches again after every restart of the shared watch would pile
+	// them up otherwise.
+	sub.unwatch = context.AfterFunc(ctx, func() {
 		close(sub.done)
 		x.mu.Lock()
 		defer x.mu.Unlock()

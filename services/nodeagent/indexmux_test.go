@@ -83,3 +83,58 @@ func TestSharedIndexServesEachNodeItsPods(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// watchCounter is a context that never ends and counts the functions
+// registered to run when it does and not yet let go: context.AfterFunc
+// uses its method, as the context is none of the package's own.
+type watchCounter struct {
+	done chan struct{}
+	mu   sync.Mutex
+	live int
+}
+
+func (c *watchCounter) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c *watchCounter) Done() <-chan struct{}       { return c.done }
+func (c *watchCounter) Err() error                  { return nil }
+func (c *watchCounter) Value(any) any               { return nil }
+
+func (c *watchCounter) AfterFunc(func()) func() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.live++
+	var once sync.Once
+	return func() bool {
+		stopped := false
+		once.Do(func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.live--
+			stopped = true
+		})
+		return stopped
+	}
+}
+
+// TestSharedIndexForgetsEndedWatches: a node's watch that ends before its
+// context (the shared watch started over, or the node watched again)
+// lets go of that context, so a long-lived node's watches do not pile up.
+func TestSharedIndexForgetsEndedWatches(t *testing.T) {
+	x := newSharedIndex()
+	ctx := &watchCounter{done: make(chan struct{})}
+	for range 3 {
+		if _, err := x.Watch(ctx, "n1"); err != nil {
+			t.Fatal(err)
+		}
+		x.reset()
+	}
+	for range 3 {
+		if _, err := x.Watch(ctx, "n1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx.mu.Lock()
+	defer ctx.mu.Unlock()
+	if ctx.live != 1 {
+		t.Fatalf("%d watches hold the node's context, want the 1 still open", ctx.live)
+	}
+}
