@@ -47,6 +47,15 @@ type Config struct {
 	// NoHistory runs the controllers without their reconcile history, to
 	// measure what it costs.
 	NoHistory bool
+	// ViaAPI runs the API as a component too, secured as by default, and
+	// creates the Deployments through it from 32 clients instead of
+	// writing them to the store.
+	ViaAPI bool
+	// APIProbes, with ViaAPI, measures the API itself once the pods run:
+	// a list of them all, paced creates, and delivery to many watchers.
+	APIProbes bool
+	// Probe sizes the API probes; zero fields take DefaultProbe's.
+	Probe Probe
 }
 
 // Result is what a scenario measured.
@@ -72,6 +81,10 @@ type Result struct {
 	TotalWritesPerPod float64
 	// WriteShare is the scenario's write rate as a share of the ceiling.
 	WriteShare float64
+	// ViaAPI says the Deployments were created through the API.
+	ViaAPI bool
+	// API is what the API probes measured (Config.APIProbes), or nil.
+	API *APIResult
 }
 
 // Run runs one scenario from an empty store.
@@ -98,7 +111,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer conn.Close()
 	res := &Result{Scenario: fmt.Sprintf("%d deployment(s) x %d replicas on %d nodes", cfg.Deployments, cfg.Replicas, cfg.Nodes),
-		Pods: cfg.Deployments * cfg.Replicas, Nodes: cfg.Nodes}
+		Pods: cfg.Deployments * cfg.Replicas, Nodes: cfg.Nodes, ViaAPI: cfg.ViaAPI}
+	if cfg.ViaAPI {
+		res.Scenario += ", through the API"
+	}
 	progress("measuring the store's write ceiling")
 	if res.CeilingWrites, err = Ceiling(ctx, conn, 50000); err != nil {
 		return nil, err
@@ -106,7 +122,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.CeilingPods = res.CeilingWrites / 3
 	progress("ceiling: %.0f writes/s, so at most %.0f pods/s", res.CeilingWrites, res.CeilingPods)
 
-	procs, err := startComponents(ctx, cfg, conn.ClientURL(), dir)
+	var api *apiServer
+	if cfg.ViaAPI {
+		progress("starting the API")
+		if api, err = startAPI(ctx, cfg, conn.ClientURL(), dir); err != nil {
+			return nil, err
+		}
+		defer components{api.proc}.stop()
+	}
+	procs, err := startComponents(cfg, conn.ClientURL(), dir)
 	if err != nil {
 		return nil, err
 	}
@@ -131,9 +155,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		defer stop()
 	}
+	objs, err := deployments(cfg.Deployments, cfg.Replicas)
+	if err != nil {
+		return nil, err
+	}
 	progress("creating %d deployment(s) of %d", cfg.Deployments, cfg.Replicas)
 	start := time.Now()
-	if err := createDeployments(ctx, conn, cfg.Deployments, cfg.Replicas); err != nil {
+	if api != nil {
+		err = createDeploymentsViaAPI(ctx, api, objs)
+	} else {
+		err = createDeployments(ctx, conn, objs)
+	}
+	if err != nil {
 		return nil, err
 	}
 	timeout := cfg.Timeout
@@ -154,7 +187,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.Ratio = res.PodsPerSec / res.CeilingPods
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	res.P50, res.P99 = lat[len(lat)/2], lat[len(lat)*99/100]
+	if api != nil && cfg.APIProbes {
+		if res.API, err = (apiProbe{api: api, size: cfg.Probe, progress: progress}).run(ctx, res.Pods); err != nil {
+			return nil, err
+		}
+	}
 	res.PeakRSS = procs.peaks()
+	if api != nil {
+		res.PeakRSS["api"] = components{api.proc}.peaks()["api"]
+	}
 	res.PeakRSS["nats (embedded, with the bench)"] = peakRSS(os.Getpid())
 	return res, nil
 }
@@ -198,17 +239,15 @@ func waitNodes(ctx context.Context, conn *bus.Conn, n int, within time.Duration)
 	return fmt.Errorf("bench: %d nodes did not register within %s", n, within)
 }
 
-// createDeployments writes the deployments, defaulted as the API would.
-func createDeployments(ctx context.Context, conn *bus.Conn, n, replicas int) error {
+// deployments are the scenario's Deployments, defaulted and validated as
+// the API would.
+func deployments(n, replicas int) ([]*object.Object, error) {
 	reg, err := schemas.New()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	res := reg.MustLookup("apps", "deployments")
-	st, err := conn.Store(ctx, reconcile.KindOf(res).StoreSpec())
-	if err != nil {
-		return err
-	}
+	objs := make([]*object.Object, 0, n)
 	for i := range n {
 		name := fmt.Sprintf("bench-%d", i)
 		raw := fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":%q,"namespace":"default"},
@@ -217,18 +256,34 @@ func createDeployments(ctx context.Context, conn *bus.Conn, n, replicas int) err
 			name, replicas, name, name)
 		doc, err := schemas.DecodeJSON([]byte(raw))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		res.Default(doc)
 		if err := res.Validate(doc); err != nil {
-			return err
+			return nil, err
 		}
 		b, _ := json.Marshal(doc)
 		var o object.Object
 		if err := json.Unmarshal(b, &o); err != nil {
-			return err
+			return nil, err
 		}
-		if _, err := st.Create(ctx, &o); err != nil {
+		objs = append(objs, &o)
+	}
+	return objs, nil
+}
+
+// createDeployments writes the deployments to the store directly.
+func createDeployments(ctx context.Context, conn *bus.Conn, objs []*object.Object) error {
+	reg, err := schemas.New()
+	if err != nil {
+		return err
+	}
+	st, err := conn.Store(ctx, reconcile.KindOf(reg.MustLookup("apps", "deployments")).StoreSpec())
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if _, err := st.Create(ctx, o); err != nil {
 			return err
 		}
 	}

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -24,7 +23,7 @@ type component struct {
 type components []*component
 
 // startComponents runs each service as its own process against natsURL.
-func startComponents(ctx context.Context, cfg Config, natsURL, dir string) (components, error) {
+func startComponents(cfg Config, natsURL, dir string) (components, error) {
 	specs := [][]string{
 		{"controllers", "controllers", "--nats", natsURL, "--metrics-listen", "", "--workers", "8", "--reconcile-history=" + strconv.FormatBool(!cfg.NoHistory)},
 		{"scheduler", "scheduler", "--nats", natsURL, "--metrics-listen", ""},
@@ -32,38 +31,49 @@ func startComponents(ctx context.Context, cfg Config, natsURL, dir string) (comp
 	}
 	var cs components
 	for _, s := range specs {
-		logf, err := os.Create(filepath.Join(dir, strings.Fields(s[0])[0]+".log"))
+		c, err := startComponent(cfg, dir, s[0], s[1:])
 		if err != nil {
 			cs.stop()
 			return nil, err
 		}
-		cmd := exec.Command(cfg.Exe, append(s[1:], "--log-level", "warn")...)
-		cmd.Stdout, cmd.Stderr = logf, logf
-		cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=none")
-		if cfg.CPUProfile != "" {
-			cmd.Env = append(cmd.Env, "HOMEOSTAT_CPUPROFILE="+cfg.CPUProfile)
-		}
-		if err := cmd.Start(); err != nil {
-			logf.Close()
-			cs.stop()
-			return nil, fmt.Errorf("bench: start %s: %w", s[0], err)
-		}
-		c := &component{name: s[0], cmd: cmd, done: make(chan struct{})}
-		go func() {
-			for {
-				select {
-				case <-c.done:
-					return
-				case <-time.After(200 * time.Millisecond):
-					if v := peakRSS(cmd.Process.Pid); v > c.peak.Load() {
-						c.peak.Store(v)
-					}
-				}
-			}
-		}()
 		cs = append(cs, c)
 	}
 	return cs, nil
+}
+
+// startComponent runs the binary with args as the component name, its
+// output in <dir>/<first word of name>.log, and samples its peak memory.
+func startComponent(cfg Config, dir, name string, args []string) (*component, error) {
+	logf, err := os.Create(filepath.Join(dir, strings.Fields(name)[0]+".log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(cfg.Exe, append(args, "--log-level", "warn")...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=none")
+	if cfg.CPUProfile != "" {
+		cmd.Env = append(cmd.Env, "HOMEOSTAT_CPUPROFILE="+cfg.CPUProfile)
+	}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("bench: start %s: %w", name, err)
+	}
+	// The child holds the file now.
+	logf.Close()
+	c := &component{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		for {
+			select {
+			case <-c.done:
+				return
+			case <-time.After(200 * time.Millisecond):
+				if v := peakRSS(cmd.Process.Pid); v > c.peak.Load() {
+					c.peak.Store(v)
+				}
+			}
+		}
+	}()
+	return c, nil
 }
 
 func (cs components) peaks() map[string]int64 {

@@ -18,14 +18,16 @@ func newBench() *cobra.Command {
 	var nodes, replicas, deployments, per, runs int
 	var timeout time.Duration
 	var cpuProfile string
-	var noHistory bool
+	var noHistory, viaAPI bool
+	var probe bench.Probe
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure convergence at scale on simulated nodes, against the store's own ceiling",
 		Long: `bench starts an embedded NATS server, measures its write ceiling, then runs
 the controllers, the scheduler and simulated nodes as separate processes and
 times two scenarios from an empty store: one Deployment of --replicas pods,
-and --deployments Deployments of --per pods.`,
+and --deployments Deployments of --per pods. Each scenario runs --runs
+times, and the medians with their least and greatest close it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			exe, err := os.Executable()
@@ -35,13 +37,14 @@ and --deployments Deployments of --per pods.`,
 			out := cmd.OutOrStdout()
 			progress := func(f string, a ...any) { fmt.Fprintf(os.Stderr, "  "+f+"\n", a...) }
 			fmt.Fprintf(out, "machine: %d cores, %s/%s, %s\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
-			for _, sc := range []struct{ d, r int }{{1, replicas}, {deployments, per}} {
+			for i, sc := range []struct{ d, r int }{{1, replicas}, {deployments, per}} {
 				if sc.d == 0 || sc.r == 0 {
 					continue
 				}
 				var results []*bench.Result
 				for run := range max(runs, 1) {
-					cfg := bench.Config{Exe: exe, Nodes: nodes, Deployments: sc.d, Replicas: sc.r, Timeout: timeout, Progress: progress, NoHistory: noHistory}
+					cfg := bench.Config{Exe: exe, Nodes: nodes, Deployments: sc.d, Replicas: sc.r, Timeout: timeout, Progress: progress, NoHistory: noHistory,
+						ViaAPI: viaAPI, APIProbes: viaAPI && i == 0, Probe: probe}
 					if cpuProfile != "" {
 						cfg.CPUProfile = filepath.Join(cpuProfile, fmt.Sprintf("%dx%d-run%d", sc.d, sc.r, run+1))
 						if err := os.MkdirAll(cfg.CPUProfile, 0o755); err != nil {
@@ -68,9 +71,15 @@ and --deployments Deployments of --per pods.`,
 	f.IntVar(&deployments, "deployments", 1000, "number of small Deployments (0 skips the scenario)")
 	f.IntVar(&per, "per", 10, "replicas of each small Deployment")
 	f.DurationVar(&timeout, "timeout", 15*time.Minute, "give up on a scenario after this long")
-	f.IntVar(&runs, "runs", 1, "runs of each scenario; with more than one, the medians with their least and greatest follow")
+	f.IntVar(&runs, "runs", 5, "runs of each scenario; with more than one, the medians with their least and greatest follow")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "directory where each component writes a CPU profile of each run (<scenario>-run<n>/<component>-<pid>.prof)")
 	f.BoolVar(&noHistory, "no-reconcile-history", false, "run the controllers without their reconcile history (to measure what it costs)")
+	f.BoolVar(&viaAPI, "via-api", false, "run the API too (TLS, client certificates, audit) and create the Deployments through it; after the first scenario, measure a list of its pods, paced creates from many clients, and delivery to many watchers")
+	d := bench.DefaultProbe
+	f.IntVar(&probe.CreateRate, "api-create-rate", d.CreateRate, "with --via-api: creates a second sent to the API")
+	f.IntVar(&probe.CreateClients, "api-clients", d.CreateClients, "with --via-api: clients the creates are spread over")
+	f.IntVar(&probe.Watchers, "api-watchers", d.Watchers, "with --via-api: watchers each write is delivered to")
+	f.IntVar(&probe.WatchWrites, "api-watch-writes", d.WatchWrites, "with --via-api: writes delivered to the watchers")
 	return cmd
 }
 
@@ -98,6 +107,21 @@ func summarize(out io.Writer, rs []*bench.Result) {
 	fmt.Fprintf(out, "  %-26s %.1f%% (%.1f–%.1f)\n", "throughput / ceiling", s.Median, s.Min, s.Max)
 	s = fig(func(r *bench.Result) float64 { return r.TotalWritesPerPod })
 	fmt.Fprintf(out, "  %-26s %.2f (%.2f–%.2f)\n", "store writes per pod", s.Median, s.Min, s.Max)
+	if rs[0].API == nil {
+		return
+	}
+	api := func(f func(*bench.APIResult) time.Duration) bench.Spread {
+		return fig(func(r *bench.Result) float64 { return ms(f(r.API)) })
+	}
+	fmt.Fprintf(out, "  API (ms):\n")
+	apiLine := func(name string, s bench.Spread) {
+		fmt.Fprintf(out, "    %-24s %.1f (%.1f–%.1f)\n", name, s.Median, s.Min, s.Max)
+	}
+	apiLine("list of every pod", api(func(a *bench.APIResult) time.Duration { return a.List }))
+	apiLine("create p50", api(func(a *bench.APIResult) time.Duration { return a.CreateP50 }))
+	apiLine("create p99", api(func(a *bench.APIResult) time.Duration { return a.CreateP99 }))
+	apiLine("watch delivery p50", api(func(a *bench.APIResult) time.Duration { return a.WatchP50 }))
+	apiLine("watch delivery p99", api(func(a *bench.APIResult) time.Duration { return a.WatchP99 }))
 }
 
 func report(out io.Writer, r *bench.Result) {
@@ -115,6 +139,13 @@ func report(out io.Writer, r *bench.Result) {
 	sort.Slice(streams, func(i, j int) bool { return r.WritesPerPod[streams[i]] > r.WritesPerPod[streams[j]] })
 	for _, s := range streams {
 		fmt.Fprintf(out, "    %-30s %.2f\n", s, r.WritesPerPod[s])
+	}
+	if a := r.API; a != nil {
+		fmt.Fprintf(out, "  API: list of %d pods          %s (median of %d, JSON read to the last byte)\n", a.ListPods, a.List.Round(time.Microsecond*100), a.ListRuns)
+		fmt.Fprintf(out, "  API: creates from %d clients  %.0f/s achieved, p50 %s   p99 %s, %d failed\n", a.CreateClients, a.CreateRate,
+			a.CreateP50.Round(10*time.Microsecond), a.CreateP99.Round(10*time.Microsecond), a.CreateErrors)
+		fmt.Fprintf(out, "  API: watch delivery           %d writes to %d watchers: p50 %s   p99 %s after the write's answer, %d missed\n", a.WatchEvents, a.Watchers,
+			a.WatchP50.Round(10*time.Microsecond), a.WatchP99.Round(10*time.Microsecond), a.WatchMissed)
 	}
 	names := make([]string, 0, len(r.PeakRSS))
 	for n := range r.PeakRSS {

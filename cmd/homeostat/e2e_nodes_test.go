@@ -242,6 +242,31 @@ func TestBinaryBench(t *testing.T) {
 	}
 }
 
+// With --via-api the Deployments go through the API (TLS, the admin's
+// client certificate), and the API's own figures follow.
+func TestBinaryBenchViaAPI(t *testing.T) {
+	out, errOut, err := (&server{t: t}).runBare("bench", "--via-api", "--nodes", "3", "--replicas", "15", "--deployments", "2", "--per", "3",
+		"--timeout", "2m", "--runs", "1", "--api-create-rate", "100", "--api-clients", "4", "--api-watchers", "5", "--api-watch-writes", "50")
+	if err != nil {
+		t.Fatalf("bench: %v\n%s\n%s", err, out, errOut)
+	}
+	for _, want := range []string{"1 deployment(s) x 15 replicas on 3 nodes, through the API", "all 15 pods Running",
+		"2 deployment(s) x 3 replicas on 3 nodes, through the API", "all 6 pods Running",
+		"API: list of 15 pods", "API: creates from 4 clients", "50 writes to 5 watchers", "peak memory api", "    audit "} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("bench output lacks %q:\n%s", want, out)
+		}
+	}
+	// Every create answered and every event delivered.
+	if !regexp.MustCompile(`API: creates from 4 clients +\d+/s achieved, p50 \S+ +p99 \S+, 0 failed`).MatchString(out) ||
+		!regexp.MustCompile(`after the write's answer, 0 missed`).MatchString(out) {
+		t.Fatalf("bench's API probes lost creates or events:\n%s", out)
+	}
+	if strings.Count(out, "API: list of") != 1 {
+		t.Fatalf("the API probes should follow the first scenario only:\n%s", out)
+	}
+}
+
 // TestRolloutUndoPutsTheTemplateBackWhole: after a rollout that added a
 // template annotation, undo brings back the old template as it was, so
 // the controller takes the old ReplicaSet back as the newest revision
