@@ -72,9 +72,11 @@ func (a *apiServer) client() *client.Client {
 type APIResult struct {
 	// List is the median time to list every pod (JSON, to the last byte),
 	// over ListRuns lists.
-	List     time.Duration
-	ListPods int
-	ListRuns int
+	List      time.Duration
+	ListFirst time.Duration // the first list, before any other
+	ListPods  int
+	ListBytes int
+	ListRuns  int
 	// Creates at a paced rate from CreateClients clients.
 	CreateClients        int
 	CreateRate           float64 // achieved, per second
@@ -128,9 +130,8 @@ type apiProbe struct {
 func (p apiProbe) run(ctx context.Context, pods int) (*APIResult, error) {
 	z := p.size.withDefaults()
 	r := &APIResult{ListRuns: 5, CreateClients: z.CreateClients, Watchers: z.Watchers, WatchEvents: z.WatchWrites}
-	var err error
 	p.progress("API: listing %d pods %d times", pods, r.ListRuns)
-	if r.List, r.ListPods, err = p.list(ctx, r.ListRuns); err != nil {
+	if err := p.list(ctx, r); err != nil {
 		return nil, err
 	}
 	p.progress("API: creates at %d/s from %d clients for %s", z.CreateRate, r.CreateClients, z.CreateFor)
@@ -144,35 +145,35 @@ func (p apiProbe) run(ctx context.Context, pods int) (*APIResult, error) {
 	return r, nil
 }
 
-// list times runs lists of every pod in the namespace, read to the last
-// byte but not decoded (a client's decoding is not the API's time).
-func (p apiProbe) list(ctx context.Context, runs int) (time.Duration, int, error) {
+// list times r.ListRuns lists of every pod in the namespace, read to the
+// last byte but not decoded (a client's decoding is not the API's time).
+func (p apiProbe) list(ctx context.Context, r *APIResult) error {
 	c := p.api.client()
 	var times []time.Duration
-	var n int
-	for range runs {
+	for range r.ListRuns {
 		start := time.Now()
 		body, err := c.Stream(ctx, "/api/v1/namespaces/default/pods")
 		if err != nil {
-			return 0, 0, err
+			return err
 		}
 		size, err := io.Copy(io.Discard, body)
 		body.Close()
 		if err != nil {
-			return 0, 0, err
+			return err
 		}
 		times = append(times, time.Since(start))
-		n = int(size)
+		r.ListBytes = int(size)
 	}
+	r.ListFirst, r.List = times[0], median(times)
 	// The count, once, outside the timing.
 	l, err := c.List(ctx, podsResource, "default", client.ListOptions{})
 	if err != nil {
-		return 0, 0, err
+		return err
 	}
-	if n == 0 {
-		return 0, 0, errors.New("bench: the list of pods was empty")
+	if r.ListPods = len(l.Items); r.ListPods == 0 {
+		return errors.New("bench: the list of pods was empty")
 	}
-	return median(times), len(l.Items), nil
+	return nil
 }
 
 var (

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/homeostat/homeostat/object"
 )
@@ -22,6 +23,11 @@ type ListOptions struct {
 	Limit int
 	// Continue is the token of the previous page.
 	Continue string
+	// Shared accepts items shared with other shared lists of the store,
+	// which the caller must not change; in return each item's JSON comes
+	// too (ListResult.JSON), and a list decodes and encodes only the
+	// objects that changed since the last one.
+	Shared bool
 }
 
 // ListResult is one page of a list.
@@ -38,6 +44,9 @@ type ListResult struct {
 	// Corrupt are the keys left out because their values are not valid
 	// objects (see ErrCorrupt).
 	Corrupt []*CorruptError
+	// JSON holds, for a Shared list, each item's JSON as served
+	// (resourceVersion set), in the order of Items.
+	JSON [][]byte
 }
 
 type continueToken struct {
@@ -70,9 +79,13 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (*ListResult, error)
 		}
 		filter = s.subjPrefix + opts.Namespace + "." + opts.Under + ".*"
 	}
-	snap, err := s.snapshot(ctx, filter)
+	shared := opts.Shared && opts.Under == ""
+	snap, err := s.snapshot(ctx, filter, shared)
 	if err != nil {
 		return nil, err
+	}
+	if shared {
+		s.lists.forget(strings.TrimSuffix(filter[len(s.subjPrefix):], ">"), snap.items)
 	}
 	out := &ListResult{Revision: snap.revision, Corrupt: snap.corrupt}
 	if tok.Revision != 0 {
@@ -96,6 +109,9 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (*ListResult, error)
 			continue
 		}
 		out.Items = append(out.Items, o)
+		if shared {
+			out.JSON = append(out.JSON, snap.json[k])
+		}
 	}
 	if out.Remaining > 0 {
 		last := out.Items[len(out.Items)-1].Key()
@@ -107,6 +123,7 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (*ListResult, error)
 
 type snapshot struct {
 	items    map[string]*object.Object
+	json     map[string][]byte // of items, in a shared read
 	corrupt  []*CorruptError
 	revision uint64
 }
@@ -129,7 +146,10 @@ type snapshot struct {
 //
 // The revision is the last sequence read or the one taken at the start,
 // whichever is higher; a key fetched at the end may carry a later one.
-func (s *Store) snapshot(ctx context.Context, filter string) (*snapshot, error) {
+//
+// A shared read takes each object whose revision the list cache holds
+// from there, and keeps there those it decodes (see listCache).
+func (s *Store) snapshot(ctx context.Context, filter string, shared bool) (*snapshot, error) {
 	release, err := s.conn.turns.take(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("bus: list %s: waiting for a turn: %w", s.spec.Resource, err)
@@ -139,17 +159,31 @@ func (s *Store) snapshot(ctx context.Context, filter string) (*snapshot, error) 
 	if err != nil {
 		return nil, fmt.Errorf("bus: list %s: %w", s.spec.Resource, err)
 	}
-	snap := &snapshot{items: map[string]*object.Object{}, revision: upTo}
+	snap := &snapshot{items: map[string]*object.Object{}, json: map[string][]byte{}, revision: upTo}
 	bad := map[string]*CorruptError{}
 	read := map[string]bool{} // keys whose latest message read so far is applied
 	apply := func(m rawMsg) {
+		key := m.subject[len(s.subjPrefix):]
+		read[key] = true
+		delete(snap.items, key)
+		delete(snap.json, key)
+		delete(bad, key)
+		if shared && !isTombstone(m.header) {
+			if e, ok := s.lists.lookup(key, m.seq); ok {
+				snap.items[key], snap.json[key] = e.obj, e.json
+				return
+			}
+		}
 		ev := s.toEvent(m, true)
-		read[ev.Key] = true
-		delete(snap.items, ev.Key)
-		delete(bad, ev.Key)
 		switch ev.Type {
 		case Added, Modified:
 			snap.items[ev.Key] = ev.Object
+			if !shared {
+				break
+			}
+			if e, err := s.lists.keep(key, m.seq, ev.Object); err == nil {
+				snap.json[key] = e.json
+			}
 		case Corrupt:
 			var ce *CorruptError
 			if errors.As(ev.Err, &ce) {

@@ -250,7 +250,8 @@ func runCheckedLists(ctx context.Context, s *bus.Store, namespaces []string, ack
 					ns = namespaces[(i/2)%len(namespaces)]
 				}
 				want, maxRev, _ := acked.before()
-				res, err := s.List(ctx, bus.ListOptions{Namespace: ns})
+				// The second lister takes shared items from the list cache.
+				res, err := s.List(ctx, bus.ListOptions{Namespace: ns, Shared: l == 1})
 				if err != nil {
 					listErrs <- fmt.Errorf("list %q: %w", ns, err)
 					return
@@ -276,7 +277,15 @@ func checkList(res *bus.ListResult, ns string, want map[string]uint64, maxRev ui
 		return fmt.Errorf("revision %d is below %d, acknowledged before the list began", res.Revision, maxRev)
 	}
 	got := map[string]uint64{}
-	for _, o := range res.Items {
+	if res.JSON != nil && len(res.JSON) != len(res.Items) {
+		return fmt.Errorf("%d items but %d encoded", len(res.Items), len(res.JSON))
+	}
+	for i, o := range res.Items {
+		if res.JSON != nil {
+			if err := sameJSON(o, res.JSON[i]); err != nil {
+				return err
+			}
+		}
 		if ns != "" && o.Metadata.Namespace != ns {
 			return fmt.Errorf("%s is outside the namespace", o.Key())
 		}
@@ -306,6 +315,18 @@ func checkList(res *bus.ListResult, ns string, want map[string]uint64, maxRev ui
 		sort.Strings(missing)
 		sort.Strings(stale)
 		return fmt.Errorf("of %d items, missing %v, older than acknowledged %v", len(res.Items), missing, stale)
+	}
+	return nil
+}
+
+// sameJSON checks that an item's JSON in a shared list is the item's.
+func sameJSON(o *object.Object, b []byte) error {
+	d, err := object.Decode(b)
+	if err != nil {
+		return fmt.Errorf("%s: its JSON does not decode: %w", o.Key(), err)
+	}
+	if d.Key() != o.Key() || d.Metadata.ResourceVersion != o.Metadata.ResourceVersion || string(d.Spec) != string(o.Spec) {
+		return fmt.Errorf("%s@%s is encoded as %s@%s %s", o.Key(), o.Metadata.ResourceVersion, d.Key(), d.Metadata.ResourceVersion, d.Spec)
 	}
 	return nil
 }

@@ -50,6 +50,7 @@ type Store struct {
 	bucket     string
 	subjPrefix string
 	now        func() time.Time
+	lists      listCache
 }
 
 // Store opens (creating when needed) the store for a kind. Stores are cached
@@ -607,7 +608,7 @@ func (s *Store) ConsumerCount(ctx context.Context) (int, error) {
 // deleted and made anew would start over at 1, and could even be made
 // from the old one's files while the server still removes them).
 func (s *Store) DeleteAll(ctx context.Context) (int, error) {
-	snap, err := s.snapshot(ctx, s.filter("", ""))
+	snap, err := s.snapshot(ctx, s.filter("", ""), false)
 	if err != nil {
 		return 0, err
 	}

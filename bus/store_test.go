@@ -226,6 +226,62 @@ func TestListSelectorAndPages(t *testing.T) {
 	}
 }
 
+// A shared list decodes only what changed since the last one: unchanged
+// objects come back as the same values, changed ones anew, deleted ones
+// not at all, each with its JSON; a list that does not share gets values
+// of its own.
+func TestSharedListsDecodeOnlyChanges(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, bustest.Conn(t))
+	for _, n := range []string{"w1", "w2", "w3"} {
+		if _, err := s.Create(ctx, widget("a", n, `{"n":0}`, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := func(opts bus.ListOptions) map[string]*object.Object {
+		t.Helper()
+		res, err := s.List(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if opts.Shared != (res.JSON != nil) {
+			t.Fatalf("shared %v but JSON %v", opts.Shared, res.JSON)
+		}
+		out := map[string]*object.Object{}
+		for i, o := range res.Items {
+			out[o.Metadata.Name] = o
+			if res.JSON == nil {
+				continue
+			}
+			var d object.Object
+			if err := json.Unmarshal(res.JSON[i], &d); err != nil || d.Metadata.Name != o.Metadata.Name ||
+				d.Metadata.ResourceVersion != o.Metadata.ResourceVersion || string(d.Spec) != string(o.Spec) {
+				t.Fatalf("%s@%s is encoded as %s (%v)", o.Metadata.Name, o.Metadata.ResourceVersion, res.JSON[i], err)
+			}
+		}
+		return out
+	}
+	first := list(bus.ListOptions{Shared: true})
+	cur := first["w2"].Clone()
+	cur.Spec = json.RawMessage(`{"n":1}`)
+	if _, err := s.Update(ctx, cur, bus.UpdateOptions{Current: first["w2"]}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Delete(ctx, "a.w3", bus.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	second := list(bus.ListOptions{Namespace: "a", Shared: true})
+	if len(second) != 2 || second["w1"] != first["w1"] {
+		t.Fatalf("unchanged w1 was decoded again, or the list is wrong: %v", second)
+	}
+	if second["w2"] == first["w2"] || string(second["w2"].Spec) != `{"n":1}` {
+		t.Fatalf("changed w2 listed as %s", second["w2"].Spec)
+	}
+	if own := list(bus.ListOptions{}); own["w1"] == first["w1"] {
+		t.Fatal("a list that does not share got the shared value")
+	}
+}
+
 func names(items []*object.Object) []string {
 	out := []string{}
 	for _, o := range items {

@@ -118,6 +118,7 @@ func summarize(out io.Writer, rs []*bench.Result) {
 		fmt.Fprintf(out, "    %-24s %.1f (%.1f–%.1f)\n", name, s.Median, s.Min, s.Max)
 	}
 	apiLine("list of every pod", api(func(a *bench.APIResult) time.Duration { return a.List }))
+	apiLine("the first list", api(func(a *bench.APIResult) time.Duration { return a.ListFirst }))
 	apiLine("create p50", api(func(a *bench.APIResult) time.Duration { return a.CreateP50 }))
 	apiLine("create p99", api(func(a *bench.APIResult) time.Duration { return a.CreateP99 }))
 	apiLine("watch delivery p50", api(func(a *bench.APIResult) time.Duration { return a.WatchP50 }))
@@ -141,7 +142,8 @@ func report(out io.Writer, r *bench.Result) {
 		fmt.Fprintf(out, "    %-30s %.2f\n", s, r.WritesPerPod[s])
 	}
 	if a := r.API; a != nil {
-		fmt.Fprintf(out, "  API: list of %d pods          %s (median of %d, JSON read to the last byte)\n", a.ListPods, a.List.Round(time.Microsecond*100), a.ListRuns)
+		fmt.Fprintf(out, "  API: list of %d pods          %s (median of %d; the first %s), %.1f MB of JSON read to the last byte\n", a.ListPods,
+			a.List.Round(time.Microsecond*100), a.ListRuns, a.ListFirst.Round(time.Microsecond*100), float64(a.ListBytes)/1e6)
 		fmt.Fprintf(out, "  API: creates from %d clients  %.0f/s achieved, p50 %s   p99 %s, %d failed\n", a.CreateClients, a.CreateRate,
 			a.CreateP50.Round(10*time.Microsecond), a.CreateP99.Round(10*time.Microsecond), a.CreateErrors)
 		fmt.Fprintf(out, "  API: watch delivery           %d writes to %d watchers: p50 %s   p99 %s after the write's answer, %d missed\n", a.WatchEvents, a.Watchers,

@@ -141,7 +141,9 @@ func (s *Service) list(w http.ResponseWriter, r *http.Request, ref *resourceRef)
 	if limit > s.limits.MaxListPage {
 		limit = s.limits.MaxListPage
 	}
-	opts := bus.ListOptions{Namespace: ref.namespace, Selector: f.labels, Limit: limit, Continue: q.Get("continue")}
+	// Shared: the items are only read here, so unchanged objects come from
+	// the store's list cache, decoded and encoded once per revision.
+	opts := bus.ListOptions{Namespace: ref.namespace, Selector: f.labels, Limit: limit, Continue: q.Get("continue"), Shared: true}
 	if len(f.fields) > 0 {
 		// Field selection happens here, so paging must too.
 		opts.Selector, opts.Limit = object.Selector{}, 0
@@ -151,12 +153,13 @@ func (s *Service) list(w http.ResponseWriter, r *http.Request, ref *resourceRef)
 		return storeError(ref, "", err)
 	}
 	s.reportCorrupt(w, r, ref, res.Corrupt)
-	items := res.Items
+	items, encoded := res.Items, res.JSON
 	if len(f.fields) > 0 {
-		items = items[:0]
-		for _, o := range res.Items {
+		items, encoded = nil, nil
+		for i, o := range res.Items {
 			if f.match(o) {
 				items = append(items, o)
+				encoded = append(encoded, res.JSON[i])
 			}
 		}
 	}
@@ -173,6 +176,10 @@ func (s *Service) list(w http.ResponseWriter, r *http.Request, ref *resourceRef)
 	}
 	if tr != nil {
 		return writeTable(w, ref, tr, items, out.Metadata)
+	}
+	if responseType(r) == mediaJSON && len(encoded) == len(items) {
+		writeListJSON(w, out, encoded)
+		return nil
 	}
 	writeObject(w, r, http.StatusOK, out)
 	return nil

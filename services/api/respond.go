@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
+
+	"github.com/homeostat/homeostat/object"
 )
 
 // Media types an object response may take.
@@ -65,6 +67,43 @@ func writeObject(w http.ResponseWriter, r *http.Request, code int, v any) {
 	}
 	w.Header().Set("Content-Type", want)
 	w.WriteHeader(code)
+	_, _ = w.Write(body)
+}
+
+// writeListJSON answers with list as JSON, its items already encoded (an
+// item encoded as nil is encoded here): a list of many objects spends its
+// time encoding them, and their JSON changes only when they do.
+func writeListJSON(w http.ResponseWriter, list object.List, items [][]byte) {
+	head, err := json.Marshal(struct {
+		APIVersion string          `json:"apiVersion"`
+		Kind       string          `json:"kind"`
+		Metadata   object.ListMeta `json:"metadata"`
+	}{list.APIVersion, list.Kind, list.Metadata})
+	if err != nil {
+		writeJSON(w, http.StatusOK, list)
+		return
+	}
+	size := len(head) + len(`,"items":[]}`) + len(items) + 1
+	for _, b := range items {
+		size += len(b)
+	}
+	body := make([]byte, 0, size)
+	body = append(append(body, head[:len(head)-1]...), `,"items":[`...)
+	for i, b := range items {
+		if b == nil {
+			if b, err = object.Encode(list.Items[i]); err != nil {
+				writeJSON(w, http.StatusOK, list)
+				return
+			}
+		}
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = append(body, b...)
+	}
+	body = append(body, "]}\n"...)
+	w.Header().Set("Content-Type", mediaJSON)
+	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
 }
 
