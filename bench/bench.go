@@ -56,6 +56,10 @@ type Config struct {
 	APIProbes bool
 	// Probe sizes the API probes; zero fields take DefaultProbe's.
 	Probe Probe
+	// Controllers and Schedulers are how many processes of each run (1
+	// when 0): controllers share the work, schedulers beyond the first
+	// stand by.
+	Controllers, Schedulers int
 }
 
 // Result is what a scenario measured.
@@ -85,6 +89,9 @@ type Result struct {
 	ViaAPI bool
 	// API is what the API probes measured (Config.APIProbes), or nil.
 	API *APIResult
+	// Work is each component's CPU and reconciles from the first create
+	// to the last pod Running.
+	Work []Work
 }
 
 // Run runs one scenario from an empty store.
@@ -160,6 +167,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	progress("creating %d deployment(s) of %d", cfg.Deployments, cfg.Replicas)
+	workBefore := procs.work(ctx)
 	start := time.Now()
 	if api != nil {
 		err = createDeploymentsViaAPI(ctx, api, objs)
@@ -177,6 +185,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	res.Work = since(workBefore, procs.work(ctx))
 	after, err := conn.Writes(ctx)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,27 +19,64 @@ type component struct {
 	cmd  *exec.Cmd
 	peak atomic.Int64
 	done chan struct{}
+	// metrics is the URL of the component's /metrics, or "".
+	metrics string
 }
 
 type components []*component
 
-// startComponents runs each service as its own process against natsURL.
+// startComponents runs each service as its own process against natsURL:
+// cfg.Controllers controller processes, cfg.Schedulers schedulers (one
+// leads, the others stand by) and the simulated nodes.
 func startComponents(cfg Config, natsURL, dir string) (components, error) {
-	specs := [][]string{
-		{"controllers", "controllers", "--nats", natsURL, "--metrics-listen", "", "--workers", "8", "--reconcile-history=" + strconv.FormatBool(!cfg.NoHistory)},
-		{"scheduler", "scheduler", "--nats", natsURL, "--metrics-listen", ""},
-		{fmt.Sprintf("nodeagent --simulate %d", cfg.Nodes), "nodeagent", "--nats", natsURL, "--simulate", strconv.Itoa(cfg.Nodes), "--name", "sim"},
+	type spec struct {
+		name, metrics string
+		args          []string
 	}
+	var specs []spec
+	numbered := func(role string, i, n int) string {
+		if n <= 1 {
+			return role
+		}
+		return fmt.Sprintf("%s-%d", role, i+1)
+	}
+	for i := range max(cfg.Controllers, 1) {
+		// The controllers' metrics count their reconciles.
+		addr, err := freeLoopbackAddr()
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, spec{numbered("controllers", i, cfg.Controllers), "http://" + addr + "/metrics",
+			[]string{"controllers", "--nats", natsURL, "--metrics-listen", addr, "--workers", "8", "--reconcile-history=" + strconv.FormatBool(!cfg.NoHistory)}})
+	}
+	for i := range max(cfg.Schedulers, 1) {
+		specs = append(specs, spec{name: numbered("scheduler", i, cfg.Schedulers), args: []string{"scheduler", "--nats", natsURL, "--metrics-listen", ""}})
+	}
+	specs = append(specs, spec{name: fmt.Sprintf("nodeagent --simulate %d", cfg.Nodes),
+		args: []string{"nodeagent", "--nats", natsURL, "--simulate", strconv.Itoa(cfg.Nodes), "--name", "sim"}})
 	var cs components
 	for _, s := range specs {
-		c, err := startComponent(cfg, dir, s[0], s[1:])
+		c, err := startComponent(cfg, dir, s.name, s.args)
 		if err != nil {
 			cs.stop()
 			return nil, err
 		}
+		c.metrics = s.metrics
 		cs = append(cs, c)
 	}
 	return cs, nil
+}
+
+// freeLoopbackAddr is a loopback address with a port free a moment ago:
+// a component started on it a moment later finds it free but for a race
+// that a benchmark can afford.
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 // startComponent runs the binary with args as the component name, its

@@ -15,7 +15,7 @@ import (
 )
 
 func newBench() *cobra.Command {
-	var nodes, replicas, deployments, per, runs int
+	var nodes, replicas, deployments, per, runs, controllers, schedulers int
 	var timeout time.Duration
 	var cpuProfile string
 	var noHistory, viaAPI bool
@@ -44,7 +44,8 @@ times, and the medians with their least and greatest close it.`,
 				var results []*bench.Result
 				for run := range max(runs, 1) {
 					cfg := bench.Config{Exe: exe, Nodes: nodes, Deployments: sc.d, Replicas: sc.r, Timeout: timeout, Progress: progress, NoHistory: noHistory,
-						ViaAPI: viaAPI, APIProbes: viaAPI && i == 0, Probe: probe}
+						ViaAPI: viaAPI, APIProbes: viaAPI && i == 0, Probe: probe,
+						Controllers: controllers, Schedulers: schedulers}
 					if cpuProfile != "" {
 						cfg.CPUProfile = filepath.Join(cpuProfile, fmt.Sprintf("%dx%d-run%d", sc.d, sc.r, run+1))
 						if err := os.MkdirAll(cfg.CPUProfile, 0o755); err != nil {
@@ -75,6 +76,8 @@ times, and the medians with their least and greatest close it.`,
 	f.StringVar(&cpuProfile, "cpuprofile", "", "directory where each component writes a CPU profile of each run (<scenario>-run<n>/<component>-<pid>.prof)")
 	f.BoolVar(&noHistory, "no-reconcile-history", false, "run the controllers without their reconcile history (to measure what it costs)")
 	f.BoolVar(&viaAPI, "via-api", false, "run the API too (TLS, client certificates, audit) and create the Deployments through it; after the first scenario, measure a list of its pods, paced creates from many clients, and delivery to many watchers")
+	f.IntVar(&controllers, "controllers", 1, "controller processes sharing the work")
+	f.IntVar(&schedulers, "schedulers", 1, "scheduler processes (one leads, the others stand by)")
 	d := bench.DefaultProbe
 	f.IntVar(&probe.CreateRate, "api-create-rate", d.CreateRate, "with --via-api: creates a second sent to the API")
 	f.IntVar(&probe.CreateClients, "api-clients", d.CreateClients, "with --via-api: clients the creates are spread over")
@@ -148,6 +151,13 @@ func report(out io.Writer, r *bench.Result) {
 			a.CreateP50.Round(10*time.Microsecond), a.CreateP99.Round(10*time.Microsecond), a.CreateErrors)
 		fmt.Fprintf(out, "  API: watch delivery           %d writes to %d watchers: p50 %s   p99 %s after the write's answer, %d missed\n", a.WatchEvents, a.Watchers,
 			a.WatchP50.Round(10*time.Microsecond), a.WatchP99.Round(10*time.Microsecond), a.WatchMissed)
+	}
+	for _, w := range r.Work {
+		fmt.Fprintf(out, "  work of %-32s CPU %5.1f s (%3.0f%% of a core)", w.Name, w.CPU.Seconds(), 100*w.CPU.Seconds()/r.Elapsed.Seconds())
+		if w.Reconciles >= 0 {
+			fmt.Fprintf(out, ", %.0f reconciles (%.0f/s)", w.Reconciles, w.Reconciles/r.Elapsed.Seconds())
+		}
+		fmt.Fprintln(out)
 	}
 	names := make([]string, 0, len(r.PeakRSS))
 	for n := range r.PeakRSS {

@@ -225,19 +225,33 @@ func TestBinaryRunsRealWorkloads(t *testing.T) {
 func TestBinaryBench(t *testing.T) {
 	profiles := t.TempDir()
 	out, errOut, err := (&server{t: t}).runBare("bench", "--nodes", "4", "--replicas", "20", "--deployments", "3", "--per", "4", "--timeout", "2m",
-		"--runs", "2", "--cpuprofile", profiles)
+		"--runs", "2", "--cpuprofile", profiles, "--controllers", "2", "--schedulers", "2")
 	if err != nil {
 		t.Fatalf("bench: %v\n%s\n%s", err, out, errOut)
 	}
-	for _, want := range []string{"all 20 pods Running", "all 12 pods Running", "throughput / ceiling", "peak memory scheduler", "store ceiling",
+	// Two controller processes count their reconciles; between them they
+	// ran some.
+	total := 0
+	for _, m := range regexp.MustCompile(`work of controllers-[12] +CPU +[0-9.]+ s \( *\d+% of a core\), (\d+) reconciles`).FindAllStringSubmatch(out, -1) {
+		n, _ := strconv.Atoi(m[1])
+		total += n
+	}
+	if total == 0 {
+		t.Fatalf("no reconciles counted in the controllers' work:\n%s", out)
+	}
+	for _, want := range []string{"all 20 pods Running", "all 12 pods Running", "throughput / ceiling", "peak memory scheduler-2", "store ceiling",
+		"work of scheduler-1", "work of controllers-2",
 		"store writes per pod", "    pods ", "    node pod index ", "1 deployment(s) x 20 replicas on 4 nodes: median of 2 runs"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("bench output lacks %q:\n%s", want, out)
 		}
 	}
-	for _, comp := range []string{"controllers", "scheduler", "nodeagent", "nats-and-bench"} {
-		if m, _ := filepath.Glob(filepath.Join(profiles, "1x20-run2", comp+"-*.prof")); len(m) != 1 {
-			t.Errorf("no CPU profile of %s in %s", comp, profiles)
+	for comp, n := range map[string]int{"controllers": 2, "scheduler": 2, "nodeagent": 1, "nats-and-bench": 1} {
+		if m, _ := filepath.Glob(filepath.Join(profiles, "1x20-run2", comp+"-*.prof")); len(m) != n {
+			t.Errorf("%d CPU profiles of %s in %s, want %d", len(m), comp, profiles, n)
+		}
+		if m, _ := filepath.Glob(filepath.Join(profiles, "1x20-run2", comp+"-*.heap")); comp != "nats-and-bench" && len(m) != n {
+			t.Errorf("%d heap profiles of %s in %s, want %d", len(m), comp, profiles, n)
 		}
 	}
 }

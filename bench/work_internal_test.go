@@ -1,0 +1,43 @@
+package bench
+
+import (
+	"bufio"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSumMetric(t *testing.T) {
+	const name = "homeostat_reconcile_duration_seconds_count"
+	for _, c := range []struct {
+		doc  string
+		text string
+		want float64
+	}{
+		{"none", "# HELP x\nother_total 3\n", -1},
+		{"labelled samples add up", name + `{controller="a",result="ok"} 3` + "\n" + name + `{controller="b",result="error"} 4.5` + "\n", 7.5},
+		{"unlabelled", name + " 2\n", 2},
+		{"a longer name with the prefix is another metric", name + "_extra 9\n" + name + " 1\n", 1},
+		{"comments are not samples", "# TYPE " + name + " counter\n" + name + " 5\n", 5},
+	} {
+		if got := sumMetric(bufio.NewScanner(strings.NewReader(c.text)), name); got != c.want {
+			t.Errorf("%s: got %v, want %v", c.doc, got, c.want)
+		}
+	}
+}
+
+func TestSince(t *testing.T) {
+	before := []Work{{Name: "controllers-1", CPU: time.Second, Reconciles: 10}, {Name: "scheduler", CPU: 2 * time.Second, Reconciles: -1}}
+	after := []Work{{Name: "controllers-1", CPU: 3 * time.Second, Reconciles: 25}, {Name: "scheduler", CPU: 5 * time.Second, Reconciles: -1}}
+	got := since(before, after)
+	want := []Work{{Name: "controllers-1", CPU: 2 * time.Second, Reconciles: 15}, {Name: "scheduler", CPU: 3 * time.Second, Reconciles: -1}}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("%d: got %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	// A reading that failed afterwards stays unknown rather than negative.
+	if got := since([]Work{{Name: "c", Reconciles: 4}}, []Work{{Name: "c", Reconciles: -1}}); got[0].Reconciles != -1 {
+		t.Errorf("unknown after: %+v", got[0])
+	}
+}
