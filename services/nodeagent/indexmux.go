@@ -107,6 +107,12 @@ func (x *sharedIndex) reset() {
 	x.pods, x.synced = map[string]map[string]bus.Event{}, false
 }
 
+// subBuffer is the room each node's watch has beyond its current set. An
+// event is some 150 bytes and every node of the process has a watch, so
+// the room is small: 1,024 took 160 MB for a thousand nodes. A node that
+// fills it holds up the others until it has taken an event.
+const subBuffer = 64
+
 // Watch streams one node's pods: those known now as Added (and Synced,
 // once the whole index has been read), then changes.
 func (x *sharedIndex) Watch(ctx context.Context, node string) (<-chan bus.Event, error) {
@@ -115,7 +121,7 @@ func (x *sharedIndex) Watch(ctx context.Context, node string) (<-chan bus.Event,
 	if old, ok := x.subs[node]; ok {
 		old.end()
 	}
-	sub := &indexSub{ch: make(chan bus.Event, 1024+len(x.pods[node])), done: make(chan struct{})}
+	sub := &indexSub{ch: make(chan bus.Event, subBuffer+len(x.pods[node])), done: make(chan struct{})}
 	for _, ev := range x.pods[node] {
 		ev.Type = bus.Added
 		sub.ch <- ev
