@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
 )
@@ -144,5 +145,30 @@ func TestDeletionOrder(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestRenewal(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	grace := 40 * time.Second
+	lease := func(holder string, ago time.Duration) *bus.Lease {
+		return &bus.Lease{Holder: holder, Renewed: now.Add(-ago)}
+	}
+	for _, tc := range []struct {
+		name       string
+		prev, next *bus.Lease
+		want       bool
+	}{
+		{"first sight of a lease", nil, lease("a", 0), false},
+		{"lease gone", lease("a", 10*time.Second), nil, false},
+		{"live lease renewed by its holder", lease("a", 10*time.Second), lease("a", 0), true},
+		{"renewed after it lapsed", lease("a", 41*time.Second), lease("a", 0), false},
+		{"renewed at the very end of its grace", lease("a", grace), lease("a", 0), false},
+		{"taken by another holder", lease("a", 5*time.Second), lease("b", 0), false},
+		{"an older renewal than the one held", lease("a", 5*time.Second), lease("a", 8*time.Second), false},
+	} {
+		if got := renewal(tc.prev, tc.next, now, grace); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

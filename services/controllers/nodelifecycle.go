@@ -51,15 +51,28 @@ func (c *nodeLifecycle) watchLeases(ctx context.Context, leases *bus.Leases) {
 				continue
 			}
 			name := bus.NodeOfLease(ev.Key)
+			prev := c.leases[name]
 			if ev.Lease == nil {
 				delete(c.leases, name)
 			} else {
 				c.leases[name] = ev.Lease
 			}
 			c.mu.Unlock()
-			c.ctrl.EnqueueKey(name)
+			if !renewal(prev, ev.Lease, c.now(), c.grace) {
+				c.ctrl.EnqueueKey(name)
+			}
 		}
 	}
+}
+
+// renewal says whether a lease change is its holder renewing it while it
+// was live. That needs no reconcile of its own: the node's last reconcile
+// asked for another at the old lease's deadline, which reads the lease as
+// it is then. With a thousand nodes, enqueuing each renewal (and its
+// reconcile's history) was most of the controllers' writes.
+func renewal(prev, next *bus.Lease, now time.Time, grace time.Duration) bool {
+	return prev != nil && next != nil && prev.Holder == next.Holder &&
+		now.Sub(prev.Renewed) < grace && !next.Renewed.Before(prev.Renewed)
 }
 
 func (c *nodeLifecycle) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
