@@ -41,3 +41,15 @@ func TestSince(t *testing.T) {
 		t.Errorf("unknown after: %+v", got[0])
 	}
 }
+
+// The first list is the first measured, whatever the others were: the
+// median must not reorder what it reads.
+func TestPercentilesLeaveTheirInput(t *testing.T) {
+	xs := []time.Duration{5, 1, 4, 2, 3}
+	if p50, p99 := percentiles(xs); p50 != 3 || p99 != 5 {
+		t.Fatalf("p50 %v p99 %v", p50, p99)
+	}
+	if xs[0] != 5 || xs[1] != 1 {
+		t.Fatalf("percentiles reordered its input: %v", xs)
+	}
+}

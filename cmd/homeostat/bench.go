@@ -17,7 +17,7 @@ import (
 func newBench() *cobra.Command {
 	var nodes, replicas, deployments, per, runs, controllers, schedulers int
 	var timeout time.Duration
-	var cpuProfile string
+	var cpuProfile, keep string
 	var noHistory, viaAPI bool
 	var probe bench.Probe
 	cmd := &cobra.Command{
@@ -46,6 +46,16 @@ times, and the medians with their least and greatest close it.`,
 					cfg := bench.Config{Exe: exe, Nodes: nodes, Deployments: sc.d, Replicas: sc.r, Timeout: timeout, Progress: progress, NoHistory: noHistory,
 						ViaAPI: viaAPI, APIProbes: viaAPI && i == 0, Probe: probe,
 						Controllers: controllers, Schedulers: schedulers}
+					if keep != "" {
+						cfg.Dir = filepath.Join(keep, fmt.Sprintf("%dx%d-run%d", sc.d, sc.r, run+1))
+						if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+							return err
+						}
+						// Every run starts from an empty store.
+						if entries, _ := os.ReadDir(cfg.Dir); len(entries) > 0 {
+							return fmt.Errorf("--keep: %s is not empty; remove it or keep elsewhere", cfg.Dir)
+						}
+					}
 					if cpuProfile != "" {
 						cfg.CPUProfile = filepath.Join(cpuProfile, fmt.Sprintf("%dx%d-run%d", sc.d, sc.r, run+1))
 						if err := os.MkdirAll(cfg.CPUProfile, 0o755); err != nil {
@@ -74,6 +84,7 @@ times, and the medians with their least and greatest close it.`,
 	f.DurationVar(&timeout, "timeout", 15*time.Minute, "give up on a scenario after this long")
 	f.IntVar(&runs, "runs", 5, "runs of each scenario; with more than one, the medians with their least and greatest follow")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "directory where each component writes a CPU profile of each run (<scenario>-run<n>/<component>-<pid>.prof)")
+	f.StringVar(&keep, "keep", "", "directory that keeps each run's store and components' logs (<scenario>-run<n>/), instead of a temporary one")
 	f.BoolVar(&noHistory, "no-reconcile-history", false, "run the controllers without their reconcile history (to measure what it costs)")
 	f.BoolVar(&viaAPI, "via-api", false, "run the API too (TLS, client certificates, audit) and create the Deployments through it; after the first scenario, measure a list of its pods, paced creates from many clients, and delivery to many watchers")
 	f.IntVar(&controllers, "controllers", 1, "controller processes sharing the work")

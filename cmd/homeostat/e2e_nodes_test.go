@@ -259,10 +259,22 @@ func TestBinaryBench(t *testing.T) {
 // With --via-api the Deployments go through the API (TLS, the admin's
 // client certificate), and the API's own figures follow.
 func TestBinaryBenchViaAPI(t *testing.T) {
+	keep := t.TempDir()
 	out, errOut, err := (&server{t: t}).runBare("bench", "--via-api", "--nodes", "3", "--replicas", "15", "--deployments", "2", "--per", "3",
-		"--timeout", "2m", "--runs", "1", "--api-create-rate", "100", "--api-clients", "4", "--api-watchers", "5", "--api-watch-writes", "50")
+		"--timeout", "2m", "--runs", "1", "--api-create-rate", "100", "--api-clients", "4", "--api-watchers", "5", "--api-watch-writes", "50",
+		"--keep", keep)
 	if err != nil {
 		t.Fatalf("bench: %v\n%s\n%s", err, out, errOut)
+	}
+	// --keep keeps each run's store and logs.
+	for _, f := range []string{"1x15-run1/api.log", "1x15-run1/controllers.log", "2x3-run1/scheduler.log", "2x3-run1/store"} {
+		if _, err := os.Stat(filepath.Join(keep, f)); err != nil {
+			t.Errorf("--keep: %v", err)
+		}
+	}
+	// and will not run over a kept run.
+	if out, _, err := (&server{t: t}).runBare("bench", "--nodes", "3", "--replicas", "15", "--deployments", "0", "--runs", "1", "--keep", keep); err == nil {
+		t.Fatalf("bench ran over a kept run:\n%s", out)
 	}
 	for _, want := range []string{"1 deployment(s) x 15 replicas on 3 nodes, through the API", "all 15 pods Running",
 		"2 deployment(s) x 3 replicas on 3 nodes, through the API", "all 6 pods Running",
