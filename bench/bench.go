@@ -6,6 +6,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -99,114 +100,137 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Exe == "" || cfg.Nodes <= 0 || cfg.Deployments <= 0 || cfg.Replicas <= 0 {
 		return nil, errors.New("bench: Config needs Exe, Nodes, Deployments and Replicas")
 	}
-	progress := cfg.Progress
-	if progress == nil {
-		progress = func(string, ...any) {}
+	sc := scenario{cfg: cfg, dir: cfg.Dir, progress: cfg.Progress}
+	if sc.progress == nil {
+		sc.progress = func(string, ...any) {}
 	}
-	dir := cfg.Dir
-	if dir == "" {
+	if sc.dir == "" {
 		d, err := os.MkdirTemp("", "homeostat-bench")
 		if err != nil {
 			return nil, err
 		}
 		defer os.RemoveAll(d)
-		dir = d
+		sc.dir = d
 	}
-	conn, err := bus.Connect(ctx, bus.Config{Embedded: &bus.EmbeddedConfig{DataDir: filepath.Join(dir, "store"), Port: -1}, Name: "bench"})
+	conn, err := bus.Connect(ctx, bus.Config{Embedded: &bus.EmbeddedConfig{DataDir: filepath.Join(sc.dir, "store"), Port: -1}, Name: "bench"})
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
+	sc.conn = conn
 	res := &Result{Scenario: fmt.Sprintf("%d deployment(s) x %d replicas on %d nodes", cfg.Deployments, cfg.Replicas, cfg.Nodes),
 		Pods: cfg.Deployments * cfg.Replicas, Nodes: cfg.Nodes, ViaAPI: cfg.ViaAPI}
 	if cfg.ViaAPI {
 		res.Scenario += ", through the API"
 	}
-	progress("measuring the store's write ceiling")
+	sc.progress("measuring the store's write ceiling")
 	if res.CeilingWrites, err = Ceiling(ctx, conn, 50000); err != nil {
 		return nil, err
 	}
 	res.CeilingPods = res.CeilingWrites / 3
-	progress("ceiling: %.0f writes/s, so at most %.0f pods/s", res.CeilingWrites, res.CeilingPods)
+	sc.progress("ceiling: %.0f writes/s, so at most %.0f pods/s", res.CeilingWrites, res.CeilingPods)
+	if err := sc.run(ctx, res); err != nil {
+		return nil, err
+	}
+	res.PeakRSS["nats (embedded, with the bench)"] = peakRSS(os.Getpid())
+	return res, nil
+}
 
+// scenario is one run: its settings, the bus it measures, and where its
+// store and logs go.
+type scenario struct {
+	cfg      Config
+	conn     *bus.Conn
+	dir      string
+	progress func(string, ...any)
+}
+
+// run starts the components, creates the Deployments, waits until every
+// pod runs, and fills in res.
+func (sc scenario) run(ctx context.Context, res *Result) error {
 	var api *apiServer
-	if cfg.ViaAPI {
-		progress("starting the API")
-		if api, err = startAPI(ctx, cfg, conn.ClientURL(), dir); err != nil {
-			return nil, err
+	var err error
+	if sc.cfg.ViaAPI {
+		sc.progress("starting the API")
+		if api, err = startAPI(ctx, sc.cfg, sc.conn.ClientURL(), sc.dir); err != nil {
+			return err
 		}
 		defer components{api.proc}.stop()
 	}
-	procs, err := startComponents(cfg, conn.ClientURL(), dir)
+	procs, err := startComponents(sc.cfg, sc.conn.ClientURL(), sc.dir)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer procs.stop()
-	progress("waiting for %d nodes", cfg.Nodes)
-	if err := waitNodes(ctx, conn, cfg.Nodes, 5*time.Minute); err != nil {
-		return nil, err
+	sc.progress("waiting for %d nodes", sc.cfg.Nodes)
+	if err := waitNodes(ctx, sc.conn, sc.cfg.Nodes, 5*time.Minute); err != nil {
+		return err
 	}
-	w, err := watchPods(ctx, conn)
+	w, err := watchPods(ctx, sc.conn)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	before, err := conn.Writes(ctx)
+	before, err := sc.conn.Writes(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if cfg.CPUProfile != "" {
+	if sc.cfg.CPUProfile != "" {
 		// The store (embedded here) and the bench's own watch.
-		stop, err := profile(filepath.Join(cfg.CPUProfile, fmt.Sprintf("nats-and-bench-%d.prof", os.Getpid())))
+		stop, err := profile(filepath.Join(sc.cfg.CPUProfile, fmt.Sprintf("nats-and-bench-%d.prof", os.Getpid())))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		defer stop()
 	}
-	objs, err := deployments(cfg.Deployments, cfg.Replicas)
+	// Made and checked before the clock starts, as a user's would be.
+	objs, err := deployments(sc.cfg.Deployments, sc.cfg.Replicas)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	progress("creating %d deployment(s) of %d", cfg.Deployments, cfg.Replicas)
 	workBefore := procs.work(ctx)
 	start := time.Now()
-	if api != nil {
-		err = createDeploymentsViaAPI(ctx, api, objs)
-	} else {
-		err = createDeployments(ctx, conn, objs)
+	if err := sc.create(ctx, api, objs); err != nil {
+		return err
 	}
+	lat, last, err := w.waitAll(ctx, res.Pods, cmp.Or(sc.cfg.Timeout, 10*time.Minute), sc.progress)
 	if err != nil {
-		return nil, err
-	}
-	timeout := cfg.Timeout
-	if timeout == 0 {
-		timeout = 10 * time.Minute
-	}
-	lat, last, err := w.waitAll(ctx, res.Pods, timeout, progress)
-	if err != nil {
-		return nil, err
+		return err
 	}
 	res.Work = since(workBefore, procs.work(ctx))
-	after, err := conn.Writes(ctx)
+	after, err := sc.conn.Writes(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	res.Elapsed = last.Sub(start)
+	res.converged(last.Sub(start), lat)
 	res.writes(before, after, time.Since(start))
-	res.PodsPerSec = float64(res.Pods) / res.Elapsed.Seconds()
-	res.Ratio = res.PodsPerSec / res.CeilingPods
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	res.P50, res.P99 = lat[len(lat)/2], lat[len(lat)*99/100]
-	if api != nil && cfg.APIProbes {
-		if res.API, err = (apiProbe{api: api, size: cfg.Probe, progress: progress}).run(ctx, res.Pods); err != nil {
-			return nil, err
+	if api != nil && sc.cfg.APIProbes {
+		if res.API, err = (apiProbe{api: api, size: sc.cfg.Probe, progress: sc.progress}).run(ctx, res.Pods); err != nil {
+			return err
 		}
 	}
 	res.PeakRSS = procs.peaks()
 	if api != nil {
 		res.PeakRSS["api"] = components{api.proc}.peaks()["api"]
 	}
-	res.PeakRSS["nats (embedded, with the bench)"] = peakRSS(os.Getpid())
-	return res, nil
+	return nil
+}
+
+// create makes the scenario's Deployments, through the API when there is one.
+func (sc scenario) create(ctx context.Context, api *apiServer, objs []*object.Object) error {
+	sc.progress("creating %d deployment(s) of %d", sc.cfg.Deployments, sc.cfg.Replicas)
+	if api != nil {
+		return createDeploymentsViaAPI(ctx, api, objs)
+	}
+	return createDeployments(ctx, sc.conn, objs)
+}
+
+// converged fills in the figures of pods that all ran after elapsed, each
+// lat after its creation.
+func (r *Result) converged(elapsed time.Duration, lat []time.Duration) {
+	r.Elapsed = elapsed
+	r.PodsPerSec = float64(r.Pods) / elapsed.Seconds()
+	r.Ratio = r.PodsPerSec / r.CeilingPods
+	r.P50, r.P99 = percentiles(lat)
 }
 
 // writes fills in the writes per pod between two counts taken over

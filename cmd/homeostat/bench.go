@@ -46,21 +46,8 @@ times, and the medians with their least and greatest close it.`,
 					cfg := bench.Config{Exe: exe, Nodes: nodes, Deployments: sc.d, Replicas: sc.r, Timeout: timeout, Progress: progress, NoHistory: noHistory,
 						ViaAPI: viaAPI, APIProbes: viaAPI && i == 0, Probe: probe,
 						Controllers: controllers, Schedulers: schedulers}
-					if keep != "" {
-						cfg.Dir = filepath.Join(keep, fmt.Sprintf("%dx%d-run%d", sc.d, sc.r, run+1))
-						if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-							return err
-						}
-						// Every run starts from an empty store.
-						if entries, _ := os.ReadDir(cfg.Dir); len(entries) > 0 {
-							return fmt.Errorf("--keep: %s is not empty; remove it or keep elsewhere", cfg.Dir)
-						}
-					}
-					if cpuProfile != "" {
-						cfg.CPUProfile = filepath.Join(cpuProfile, fmt.Sprintf("%dx%d-run%d", sc.d, sc.r, run+1))
-						if err := os.MkdirAll(cfg.CPUProfile, 0o755); err != nil {
-							return err
-						}
+					if err := runDirs(&cfg, keep, cpuProfile, fmt.Sprintf("%dx%d-run%d", sc.d, sc.r, run+1)); err != nil {
+						return err
 					}
 					res, err := bench.Run(cmd.Context(), cfg)
 					if err != nil {
@@ -95,6 +82,27 @@ times, and the medians with their least and greatest close it.`,
 	f.IntVar(&probe.Watchers, "api-watchers", d.Watchers, "with --via-api: watchers each write is delivered to")
 	f.IntVar(&probe.WatchWrites, "api-watch-writes", d.WatchWrites, "with --via-api: writes delivered to the watchers")
 	return cmd
+}
+
+// runDirs gives a run its directories: under keep for its store and logs
+// (which must not hold an earlier run), and under cpuProfile for its
+// profiles; each is left unset when its flag is.
+func runDirs(cfg *bench.Config, keep, cpuProfile, name string) error {
+	if keep != "" {
+		cfg.Dir = filepath.Join(keep, name)
+		if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+			return err
+		}
+		// Every run starts from an empty store.
+		if entries, _ := os.ReadDir(cfg.Dir); len(entries) > 0 {
+			return fmt.Errorf("--keep: %s is not empty; remove it or keep elsewhere", cfg.Dir)
+		}
+	}
+	if cpuProfile != "" {
+		cfg.CPUProfile = filepath.Join(cpuProfile, name)
+		return os.MkdirAll(cfg.CPUProfile, 0o755)
+	}
+	return nil
 }
 
 // summarize prints the medians of several runs of a scenario, with the
