@@ -3,7 +3,6 @@ package bench
 import (
 	"bufio"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,8 +18,9 @@ type component struct {
 	cmd  *exec.Cmd
 	peak atomic.Int64
 	done chan struct{}
-	// metrics is the URL of the component's /metrics, or "".
-	metrics string
+	// metricsAddr is the file where the component writes the address of
+	// its /metrics, or "".
+	metricsAddr string
 }
 
 type components []*component
@@ -30,8 +30,8 @@ type components []*component
 // leads, the others stand by) and the simulated nodes.
 func startComponents(cfg Config, natsURL, dir string) (components, error) {
 	type spec struct {
-		name, metrics string
-		args          []string
+		name, metricsAddr string
+		args              []string
 	}
 	var specs []spec
 	numbered := func(role string, i, n int) string {
@@ -41,13 +41,13 @@ func startComponents(cfg Config, natsURL, dir string) (components, error) {
 		return fmt.Sprintf("%s-%d", role, i+1)
 	}
 	for i := range max(cfg.Controllers, 1) {
-		// The controllers' metrics count their reconciles.
-		addr, err := freeLoopbackAddr()
-		if err != nil {
-			return nil, err
-		}
-		specs = append(specs, spec{numbered("controllers", i, cfg.Controllers), "http://" + addr + "/metrics",
-			[]string{"controllers", "--nats", natsURL, "--metrics-listen", addr, "--workers", "8", "--reconcile-history=" + strconv.FormatBool(!cfg.NoHistory)}})
+		// The controllers' metrics count their reconciles; each says
+		// where it serves them once it does.
+		name := numbered("controllers", i, cfg.Controllers)
+		addrFile := filepath.Join(dir, name+".metrics-address")
+		specs = append(specs, spec{name, addrFile,
+			[]string{"controllers", "--nats", natsURL, "--metrics-listen", "127.0.0.1:0", "--metrics-address-file", addrFile,
+				"--workers", "8", "--reconcile-history=" + strconv.FormatBool(!cfg.NoHistory)}})
 	}
 	for i := range max(cfg.Schedulers, 1) {
 		specs = append(specs, spec{name: numbered("scheduler", i, cfg.Schedulers), args: []string{"scheduler", "--nats", natsURL, "--metrics-listen", ""}})
@@ -61,22 +61,10 @@ func startComponents(cfg Config, natsURL, dir string) (components, error) {
 			cs.stop()
 			return nil, err
 		}
-		c.metrics = s.metrics
+		c.metricsAddr = s.metricsAddr
 		cs = append(cs, c)
 	}
 	return cs, nil
-}
-
-// freeLoopbackAddr is a loopback address with a port free a moment ago:
-// a component started on it a moment later finds it free but for a race
-// that a benchmark can afford.
-func freeLoopbackAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 // startComponent runs the binary with args as the component name, its

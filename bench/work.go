@@ -25,8 +25,8 @@ func (cs components) work(ctx context.Context) []Work {
 	out := make([]Work, 0, len(cs))
 	for _, c := range cs {
 		w := Work{Name: c.name, CPU: cpuTime(c.cmd.Process.Pid), Reconciles: -1}
-		if c.metrics != "" {
-			w.Reconciles = reconciles(ctx, c.metrics)
+		if c.metricsAddr != "" {
+			w.Reconciles = reconciles(ctx, c.metricsAddr)
 		}
 		out = append(out, w)
 	}
@@ -70,11 +70,16 @@ func cpuTime(pid int) time.Duration {
 }
 
 // reconciles sums a controller process's reconciles, every controller and
-// outcome, from its metrics; -1 when they cannot be read.
-func reconciles(ctx context.Context, url string) float64 {
+// outcome, from its metrics, served at the address written in addrFile;
+// -1 when they cannot be read.
+func reconciles(ctx context.Context, addrFile string) float64 {
+	addr, err := os.ReadFile(addrFile)
+	if err != nil {
+		return -1
+	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+string(addr)+"/metrics", nil)
 	if err != nil {
 		return -1
 	}

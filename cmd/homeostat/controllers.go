@@ -3,19 +3,21 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/homeostat/homeostat/pki"
 	"github.com/homeostat/homeostat/services/controllers"
 )
 
 func newControllers(g *globals) *cobra.Command {
 	var bf busFlags
 	var workers int
-	var metrics, identity string
+	var metrics, metricsAddrFile, identity string
 	var grace, evict time.Duration
 	history := true
 	cmd := &cobra.Command{
@@ -35,13 +37,14 @@ func newControllers(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return runAll(ctx, svc.Run, metricsServer(metrics, svc.Ready))
+				return runAll(ctx, svc.Run, metricsServer(metricsOptions{addr: metrics, addrFile: metricsAddrFile}, svc.Ready))
 			})
 		},
 	}
 	bf.register(cmd.Flags())
 	cmd.Flags().IntVar(&workers, "workers", 4, "reconcile workers per controller in this process")
 	cmd.Flags().StringVar(&metrics, "metrics-listen", "127.0.0.1:9090", "address serving /metrics and /healthz (empty: none)")
+	cmd.Flags().StringVar(&metricsAddrFile, "metrics-address-file", "", "file to write the address /metrics listens on, once it does (for --metrics-listen with port 0)")
 	cmd.Flags().StringVar(&identity, "identity", "", "names this process in its claims on keys; one kept across restarts takes them back at once (default: new each start)")
 	cmd.Flags().DurationVar(&grace, "node-grace", 40*time.Second, "a node whose heartbeat is older is marked unreachable")
 	cmd.Flags().DurationVar(&evict, "evict-after", 5*time.Minute, "pods of an unreachable node are deleted this long after")
@@ -49,11 +52,18 @@ func newControllers(g *globals) *cobra.Command {
 	return cmd
 }
 
+// metricsOptions say where a service serves its metrics.
+type metricsOptions struct {
+	addr string
+	// addrFile, when set, receives the address listened on.
+	addrFile string
+}
+
 // metricsServer serves /metrics, /healthz and /readyz until ctx ends;
 // ready is the service's readiness (nil until it knows).
-func metricsServer(addr string, ready func() <-chan struct{}) func(context.Context) error {
+func metricsServer(o metricsOptions, ready func() <-chan struct{}) func(context.Context) error {
 	return func(ctx context.Context) error {
-		if addr == "" {
+		if o.addr == "" {
 			<-ctx.Done()
 			return nil
 		}
@@ -67,9 +77,16 @@ func metricsServer(addr string, ready func() <-chan struct{}) func(context.Conte
 			}
 			_, _ = w.Write([]byte("ok\n"))
 		})
-		ln, err := net.Listen("tcp", addr)
+		ln, err := net.Listen("tcp", o.addr)
 		if err != nil {
 			return err
+		}
+		if o.addrFile != "" {
+			// Whole or not at all: the reader polls for the file.
+			if err := pki.WriteFile(o.addrFile, []byte(ln.Addr().String()), 0o644); err != nil {
+				ln.Close()
+				return fmt.Errorf("--metrics-address-file: %w", err)
+			}
 		}
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		errc := make(chan error, 1)

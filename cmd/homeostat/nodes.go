@@ -339,7 +339,7 @@ func newScheduler(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return runAll(ctx, svc.Run, metricsServer(metrics, svc.Ready))
+				return runAll(ctx, svc.Run, metricsServer(metricsOptions{addr: metrics}, svc.Ready))
 			})
 		},
 	}
