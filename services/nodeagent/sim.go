@@ -103,6 +103,11 @@ func RunSimulated(ctx context.Context, cfg SimConfig) error {
 	if err != nil {
 		return err
 	}
+	pods, err := cfg.Bus.Store(ctx, bus.StoreSpec{Resource: "pods", Kind: "Pod", Namespaced: true})
+	if err != nil {
+		return err
+	}
+	writes := pacedWriter{next: storeWriter{pods}, slots: make(chan struct{}, hostWrites)}
 	// One watch of the index serves every node.
 	shared := newSharedIndex()
 	agents := make([]*Agent, 0, cfg.Nodes)
@@ -116,7 +121,7 @@ func RunSimulated(ctx context.Context, cfg SimConfig) error {
 			Bus: cfg.Bus, Logger: cfg.Logger, NodeName: name, Identity: identity,
 			Runtime: Simulated{Delay: cfg.Delay}, Capacity: cfg.Capacity,
 			Labels:         map[string]string{"homeostat.io/simulated": "true"},
-			HeartbeatEvery: cfg.HeartbeatEvery, Grace: cfg.Grace, Fields: fields, Index: shared,
+			HeartbeatEvery: cfg.HeartbeatEvery, Grace: cfg.Grace, Fields: fields, Index: shared, Pods: writes,
 		})
 		if err != nil {
 			return err
@@ -142,4 +147,42 @@ func RunSimulated(ctx context.Context, cfg SimConfig) error {
 	wg.Wait()
 	close(errs)
 	return <-errs
+}
+
+// hostWrites bounds the pod writes a host of simulated nodes has in flight.
+const hostWrites = 256
+
+// pacedWriter holds a host's pod writes to a number in flight. Its
+// simulated pods do not outlive it, so on start every node runs its pods
+// again and writes their status: 100,000 writes sent at once timed out
+// against the bus, and took the nodes' heartbeats and everyone's reads
+// with them. Heartbeats do not pass through it.
+type pacedWriter struct {
+	next  PodWriter
+	slots chan struct{}
+}
+
+func (w pacedWriter) take(ctx context.Context) error {
+	select {
+	case w.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (w pacedWriter) UpdateStatus(ctx context.Context, pod, current *object.Object) (*object.Object, error) {
+	if err := w.take(ctx); err != nil {
+		return nil, err
+	}
+	defer func() { <-w.slots }()
+	return w.next.UpdateStatus(ctx, pod, current)
+}
+
+func (w pacedWriter) Remove(ctx context.Context, key, uid string) error {
+	if err := w.take(ctx); err != nil {
+		return err
+	}
+	defer func() { <-w.slots }()
+	return w.next.Remove(ctx, key, uid)
 }
