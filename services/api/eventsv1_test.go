@@ -44,8 +44,20 @@ func TestEventsInBothShapes(t *testing.T) {
 	}
 	r = call(t, "GET", v1+"?fieldSelector=regarding.name%3Dweb", "", "")
 	var list struct{ Items []object.Object }
-	if err := json.Unmarshal(r.body, &list); err != nil || len(list.Items) != 1 || list.Items[0].Metadata.Name != "new" {
+	if err := json.Unmarshal(r.body, &list); err != nil || len(list.Items) != 1 || list.Items[0].Metadata.Name != "new" ||
+		list.Items[0].APIVersion != "events.k8s.io/v1" || field(t, list.Items[0], "note") != `"scaled to 3"` {
 		t.Fatalf("field selector regarding.name: %v %s", err, r.body)
+	}
+	// A list without a selector comes in the same shape.
+	r = call(t, "GET", v1, "", "")
+	list.Items = nil
+	if err := json.Unmarshal(r.body, &list); err != nil || len(list.Items) != 2 {
+		t.Fatalf("list: %v %s", err, r.body)
+	}
+	for _, it := range list.Items {
+		if it.APIVersion != "events.k8s.io/v1" || field(t, it, "note") == "" || field(t, it, "message") != "" {
+			t.Fatalf("listed as events.k8s.io/v1: %s", r.body)
+		}
 	}
 	mustCode(t, call(t, "GET", v1+"?fieldSelector=involvedObject.name%3Dweb", "", ""), http.StatusBadRequest, "BadRequest")
 	mustCode(t, call(t, "PATCH", v1+"/new", "application/merge-patch+json",

@@ -157,8 +157,11 @@ func (s *Service) list(w http.ResponseWriter, r *http.Request, ref *resourceRef)
 	if len(f.fields) > 0 {
 		items, encoded = nil, nil
 		for i, o := range res.Items {
-			if f.match(o) {
-				items = append(items, o)
+			if !f.match(o) {
+				continue
+			}
+			items = append(items, o)
+			if res.JSON != nil {
 				encoded = append(encoded, res.JSON[i])
 			}
 		}

@@ -61,6 +61,8 @@ func (s shapeStore) List(ctx context.Context, opts bus.ListOptions) (*bus.ListRe
 	for i, o := range l.Items {
 		l.Items[i] = s.out(o)
 	}
+	// The store's JSON of each item is of the stored shape, not this one.
+	l.JSON = nil
 	return l, nil
 }
 
