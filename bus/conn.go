@@ -129,10 +129,11 @@ type Conn struct {
 	ownsServer bool
 	log        *slog.Logger
 
-	mu     sync.Mutex
-	stores map[string]*Store
-	closed chan struct{}
-	turns  readTurns
+	mu      sync.Mutex
+	stores  map[string]*Store
+	decoded *decodedSets
+	closed  chan struct{}
+	turns   readTurns
 }
 
 // Connect dials the configured NATS, starting the embedded server first when
@@ -164,7 +165,7 @@ func connect(ctx context.Context, cfg Config, srv *server.Server) (*Conn, error)
 	if log == nil {
 		log = slog.Default()
 	}
-	c := &Conn{replicas: max(cfg.Replicas, 1), log: log, stores: map[string]*Store{}, closed: make(chan struct{}), turns: make(readTurns, maxReads)}
+	c := &Conn{replicas: max(cfg.Replicas, 1), log: log, stores: map[string]*Store{}, decoded: &decodedSets{}, closed: make(chan struct{}), turns: make(readTurns, maxReads)}
 	opts := []nats.Option{
 		nats.Name(cfg.Name),
 		nats.MaxReconnects(-1),
@@ -290,7 +291,11 @@ func (c *Conn) Join(ctx context.Context, cfg Config) (*Conn, error) {
 		return nil, errors.New("bus: Join needs a connection that started an embedded server")
 	}
 	cfg.URLs, cfg.Embedded = c.server.ClientURL(), nil
-	return connect(ctx, cfg, c.server)
+	j, err := connect(ctx, cfg, c.server)
+	if err == nil {
+		j.decoded = c.decoded
+	}
+	return j, err
 }
 
 // ClientURL is the address other processes use to reach an embedded server;

@@ -23,10 +23,10 @@ type ListOptions struct {
 	Limit int
 	// Continue is the token of the previous page.
 	Continue string
-	// Shared accepts items shared with other shared lists of the store,
-	// which the caller must not change; in return each item's JSON comes
-	// too (ListResult.JSON), and a list decodes and encodes only the
-	// objects that changed since the last one.
+	// Shared accepts items shared with the store's other shared readers
+	// (lists, watches, informers), which the caller must not change; in
+	// return each item's JSON comes too (ListResult.JSON), and a list
+	// decodes and encodes only the objects no shared reader has read.
 	Shared bool
 }
 
@@ -85,7 +85,7 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (*ListResult, error)
 		return nil, err
 	}
 	if shared {
-		s.lists.forget(strings.TrimSuffix(filter[len(s.subjPrefix):], ">"), snap.items)
+		s.shared.forget(strings.TrimSuffix(filter[len(s.subjPrefix):], ">"), snap.items)
 	}
 	out := &ListResult{Revision: snap.revision, Corrupt: snap.corrupt}
 	if tok.Revision != 0 {
@@ -148,7 +148,7 @@ type snapshot struct {
 // whichever is higher; a key fetched at the end may carry a later one.
 //
 // A shared read takes each object whose revision the list cache holds
-// from there, and keeps there those it decodes (see listCache).
+// from there, and keeps there those it decodes (see sharedObjects).
 func (s *Store) snapshot(ctx context.Context, filter string, shared bool) (*snapshot, error) {
 	release, err := s.conn.turns.take(ctx)
 	if err != nil {
@@ -168,21 +168,17 @@ func (s *Store) snapshot(ctx context.Context, filter string, shared bool) (*snap
 		delete(snap.items, key)
 		delete(snap.json, key)
 		delete(bad, key)
-		if shared && !isTombstone(m.header) {
-			if e, ok := s.lists.lookup(key, m.seq); ok {
-				snap.items[key], snap.json[key] = e.obj, e.json
-				return
-			}
+		var ev Event
+		if shared {
+			ev = s.sharedEvent(m, true)
+		} else {
+			ev = s.toEvent(m, true)
 		}
-		ev := s.toEvent(m, true)
 		switch ev.Type {
 		case Added, Modified:
-			snap.items[ev.Key] = ev.Object
-			if !shared {
-				break
-			}
-			if e, err := s.lists.keep(key, m.seq, ev.Object); err == nil {
-				snap.json[key] = e.json
+			snap.items[key] = ev.Object
+			if shared {
+				snap.json[key] = ev.JSON()
 			}
 		case Corrupt:
 			var ce *CorruptError

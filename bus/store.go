@@ -50,7 +50,7 @@ type Store struct {
 	bucket     string
 	subjPrefix string
 	now        func() time.Time
-	lists      listCache
+	shared     *sharedObjects
 }
 
 // Store opens (creating when needed) the store for a kind. Stores are cached
@@ -72,7 +72,7 @@ func (c *Conn) Store(ctx context.Context, spec StoreSpec) (*Store, error) {
 	if _, err := c.ensureBucket(ctx, bucketSpec{name: metaBucket, description: "homeostat bookkeeping"}); err != nil {
 		return nil, err
 	}
-	s = &Store{conn: c, spec: spec, bucket: bucket, subjPrefix: kvPrefix(bucket), now: time.Now}
+	s = &Store{conn: c, spec: spec, bucket: bucket, subjPrefix: kvPrefix(bucket), now: time.Now, shared: c.decoded.of(bucket)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if prev, ok := c.stores[spec.Resource]; ok {

@@ -282,6 +282,88 @@ func TestSharedListsDecodeOnlyChanges(t *testing.T) {
 	}
 }
 
+// Shared watches decode each change once for all of them, on every
+// connection Join made to the same server, and give its JSON as served; a
+// shared list then takes the watched objects as they are. A watch that
+// does not share decodes for itself and has no JSON, as does one of
+// another process.
+func TestSharedWatchesDecodeEachChangeOnce(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := bustest.Conn(t)
+	joined, err := c.Join(ctx, bus.Config{Name: t.Name() + "-joined"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer joined.Close()
+	s := newStore(t, c)
+	watch := func(s *bus.Store, shared bool) <-chan bus.Event {
+		t.Helper()
+		ch, err := s.Watch(ctx, bus.WatchOptions{Shared: shared})
+		if err != nil {
+			t.Fatal(err)
+		}
+		expect(t, ch, bus.Synced, "")
+		return ch
+	}
+	a, b, own := watch(s, true), watch(newStore(t, joined), true), watch(s, false)
+	other := watch(newStore(t, bustest.Client(t, c)), true)
+	checkJSON := func(ev bus.Event) {
+		t.Helper()
+		var d object.Object
+		if err := json.Unmarshal(ev.JSON(), &d); err != nil || d.Metadata.Name != ev.Object.Metadata.Name ||
+			d.Metadata.ResourceVersion != ev.Object.Metadata.ResourceVersion || string(d.Spec) != string(ev.Object.Spec) {
+			t.Fatalf("%s@%d is encoded as %s (%v)", ev.Key, ev.Revision, ev.JSON(), err)
+		}
+	}
+	// Each change is awaited before the next: a key keeps one message, so
+	// a watch may see only the later of two quick writes.
+	var last *object.Object
+	for _, typ := range []bus.EventType{bus.Added, bus.Modified} {
+		if typ == bus.Added {
+			if _, err := s.Create(ctx, widget("a", "w", `{"n":0}`, nil)); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			cur := last.Clone()
+			cur.Spec = json.RawMessage(`{"n":1}`)
+			if _, err := s.Update(ctx, cur, bus.UpdateOptions{Current: last}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ea, eb, eo := expect(t, a, typ, "w"), expect(t, b, typ, "w"), expect(t, own, typ, "w")
+		if ea.Object != eb.Object || ea.Revision != eb.Revision {
+			t.Fatalf("%s: two shared watches decoded revision %d apart", typ, ea.Revision)
+		}
+		if eo.Object == ea.Object || eo.JSON() != nil {
+			t.Fatalf("%s: the watch that does not share got the shared value (JSON %s)", typ, eo.JSON())
+		}
+		if ep := expect(t, other, typ, "w"); ep.Object == ea.Object || ep.JSON() == nil {
+			t.Fatalf("%s: another process's shared watch got this one's value, or no JSON", typ)
+		}
+		checkJSON(ea)
+		replaced := ea
+		replaced.Object = ea.Object.Clone()
+		if replaced.JSON() != nil {
+			t.Fatalf("%s: an event whose object was replaced still gives the old JSON", typ)
+		}
+		last = ea.Object
+	}
+	res, err := s.List(ctx, bus.ListOptions{Shared: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 1 || res.Items[0] != last {
+		t.Fatalf("a shared list decoded the watched object again: %v", res.Items)
+	}
+	if _, _, err := s.Delete(ctx, "a.w", bus.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := expect(t, a, bus.Deleted, "w"); ev.JSON() != nil {
+		t.Fatalf("a delete gives JSON %s", ev.JSON())
+	}
+}
+
 func names(items []*object.Object) []string {
 	out := []string{}
 	for _, o := range items {

@@ -37,6 +37,20 @@ type Event struct {
 	// Trace is the trace context of the write.
 	Trace trace.SpanContext
 	Err   error
+	// shared is the object's entry among the store's shared objects, for
+	// an event of a shared watch.
+	shared *decoded
+}
+
+// JSON returns the event's object as served (resourceVersion set),
+// encoded once for every shared reader of the store; nil when the event
+// did not come from a shared watch, is a delete, or its Object has been
+// replaced since.
+func (e Event) JSON() []byte {
+	if e.shared == nil || e.shared.obj != e.Object {
+		return nil
+	}
+	return e.shared.encoded()
 }
 
 // Context returns ctx carrying the trace context of the write that caused the event.
@@ -53,6 +67,11 @@ type WatchOptions struct {
 	AfterRevision uint64
 	// Buffer is the channel capacity; 256 when zero.
 	Buffer int
+	// Shared accepts objects shared with the store's other shared readers
+	// (lists, watches and informers of the process), which the caller
+	// must not change: each change is then decoded once for them all, and
+	// Event.JSON serves its JSON, encoded once.
+	Shared bool
 }
 
 func (s *Store) filter(namespace, key string) string {
@@ -90,7 +109,11 @@ func (s *Store) Watch(ctx context.Context, opts WatchOptions) (<-chan Event, err
 	if opts.AfterRevision > 0 {
 		spec.start = opts.AfterRevision + 1
 	}
-	return s.conn.watch(ctx, spec, opts.Buffer, opts.AfterRevision == 0, s.toEvent), nil
+	decode := s.toEvent
+	if opts.Shared {
+		decode = s.sharedEvent
+	}
+	return s.conn.watch(ctx, spec, opts.Buffer, opts.AfterRevision == 0, decode), nil
 }
 
 // watch runs a read on its own goroutine and hands its messages, decoded,
@@ -160,11 +183,8 @@ func (s *Store) toEvent(m rawMsg, live bool) Event {
 			}
 		}
 		return ev
-	case !live || m.header.Get(HeaderOp) == opCreate:
-		ev.Type = Added
-	default:
-		ev.Type = Modified
 	}
+	ev.Type = eventType(m, live)
 	o, err := s.decode(key, m.data, m.seq)
 	if err != nil {
 		ev.Type, ev.Err = Corrupt, err
@@ -172,4 +192,13 @@ func (s *Store) toEvent(m rawMsg, live bool) Event {
 	}
 	ev.Object = o
 	return ev
+}
+
+// eventType is the type of a message that holds a value: before sync,
+// every value is Added.
+func eventType(m rawMsg, live bool) EventType {
+	if !live || m.header.Get(HeaderOp) == opCreate {
+		return Added
+	}
+	return Modified
 }

@@ -329,7 +329,9 @@ func (i *Informer) watch(ctx context.Context, after uint64) error {
 	if after > baseline {
 		after = 0 // the bucket was dropped and made again: list it afresh
 	}
-	ch, err := i.store.Watch(ctx, bus.WatchOptions{AfterRevision: after, Buffer: 4096})
+	// Shared: the cache hands out its objects unchanged, so every informer
+	// and shared reader of the kind in this process decodes a change once.
+	ch, err := i.store.Watch(ctx, bus.WatchOptions{AfterRevision: after, Buffer: 4096, Shared: true})
 	if err != nil {
 		return err
 	}

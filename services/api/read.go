@@ -226,7 +226,9 @@ func (s *Service) watch(w http.ResponseWriter, r *http.Request, ref *resourceRef
 	}
 	// A small buffer: the stream's consumer holds what the client has not
 	// read yet, so a deep channel per watch would only cost memory.
-	opts := bus.WatchOptions{Namespace: ref.namespace, AfterRevision: after, Buffer: watchBuffer}
+	// Shared: events are only read here, so each change is decoded and
+	// encoded once for every watch of the kind, not once per watch.
+	opts := bus.WatchOptions{Namespace: ref.namespace, AfterRevision: after, Buffer: watchBuffer, Shared: true}
 	if ref.name != "" {
 		opts.Key = ref.key()
 	}
@@ -271,12 +273,12 @@ func (st *watchStream) serve(w http.ResponseWriter, ch <-chan bus.Event) {
 	if flusher != nil {
 		flusher.Flush()
 	}
-	enc := json.NewEncoder(w)
+	var frame []byte
 	unflushed := false
 	for ev := range ch {
 		if typ, obj := st.event(ev); typ != "" {
-			raw, _ := json.Marshal(st.render(typ, obj))
-			if err := enc.Encode(object.WatchEvent{Type: typ, Object: raw}); err != nil {
+			frame = st.frame(frame[:0], typ, obj, ev)
+			if _, err := w.Write(frame); err != nil {
 				return
 			}
 			unflushed = true
@@ -288,6 +290,25 @@ func (st *watchStream) serve(w http.ResponseWriter, ch <-chan bus.Event) {
 			unflushed = false
 		}
 	}
+}
+
+// frame appends one watch event as a line of JSON to buf. An object the
+// store has already encoded (a shared watch's, unchanged here) is written
+// as it is.
+func (st *watchStream) frame(buf []byte, typ string, obj any, ev bus.Event) []byte {
+	raw := ev.JSON()
+	if o, ok := obj.(*object.Object); !ok || o != ev.Object || st.table != nil {
+		raw = nil
+	}
+	if raw == nil {
+		raw, _ = json.Marshal(st.render(typ, obj))
+	}
+	name, _ := json.Marshal(typ)
+	buf = append(buf, `{"type":`...)
+	buf = append(buf, name...)
+	buf = append(buf, `,"object":`...)
+	buf = append(buf, raw...)
+	return append(buf, "}\n"...)
 }
 
 // render turns an event's object into a one-row Table when the client

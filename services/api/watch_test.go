@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
@@ -20,9 +21,18 @@ type watchStream struct {
 
 func openWatch(t *testing.T, url string) *watchStream {
 	t.Helper()
+	return openWatchAccepting(t, url, "")
+}
+
+// openWatchAccepting opens a watch asking for the media type accept ("" for none).
+func openWatchAccepting(t *testing.T, url, accept string) *watchStream {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
 	resp, err := admin(t).Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +56,15 @@ func openWatch(t *testing.T, url string) *watchStream {
 
 func (w *watchStream) next(typ, name string) object.Object {
 	w.t.Helper()
+	var o object.Object
+	_ = json.Unmarshal(w.nextRaw(typ, name), &o)
+	return o
+}
+
+// nextRaw returns the next event's object as sent, which must be of type
+// typ and named name.
+func (w *watchStream) nextRaw(typ, name string) json.RawMessage {
+	w.t.Helper()
 	select {
 	case ev := <-w.events:
 		var o object.Object
@@ -53,11 +72,51 @@ func (w *watchStream) next(typ, name string) object.Object {
 		if ev.Type != typ || o.Metadata.Name != name {
 			w.t.Fatalf("got %s %s, want %s %s", ev.Type, o.Metadata.Name, typ, name)
 		}
-		return o
+		return ev.Object
 	case <-time.After(10 * time.Second):
 		w.t.Fatalf("no watch event, want %s %s", typ, name)
 	}
-	return object.Object{}
+	return nil
+}
+
+// Watches of a kind share each change's decoding and JSON: what each sends
+// is the object as a GET reads it, and a watch that asks for Tables still
+// gets Tables.
+func TestWatchesSendObjectsAsRead(t *testing.T) {
+	base := startAPI(t, conn(t))
+	pods := base + "/api/v1/namespaces/default/pods"
+	all := openWatch(t, base+"/api/v1/pods?watch=1")
+	ns := openWatch(t, pods+"?watch=1")
+	tables := openWatchAccepting(t, pods+"?watch=1", "application/json;as=Table;g=meta.k8s.io;v=v1")
+	same := func(what string, sent json.RawMessage) {
+		t.Helper()
+		var got, want any
+		read := call(t, "GET", pods+"/a", "", "")
+		if err := json.Unmarshal(sent, &got); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(read.body, &want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s sent %s, a GET reads %s", what, sent, read.body)
+		}
+	}
+	mustCode(t, call(t, "POST", pods, "", `{"metadata":{"name":"a"},"spec":{"containers":[{"name":"c","command":["x"]}]}}`), http.StatusCreated, "")
+	same("the watch of every namespace", all.nextRaw(object.Added, "a"))
+	same("the watch of the namespace", ns.nextRaw(object.Added, "a"))
+	mustCode(t, call(t, "PATCH", pods+"/a", "application/merge-patch+json", `{"metadata":{"labels":{"x":"1"}}}`), http.StatusOK, "")
+	same("the watch of every namespace", all.nextRaw(object.Modified, "a"))
+	same("the watch of the namespace", ns.nextRaw(object.Modified, "a"))
+	for _, typ := range []string{object.Added, object.Modified} {
+		var tb struct {
+			Kind string
+			Rows []struct{ Cells []any }
+		}
+		if err := json.Unmarshal(tables.nextRaw(typ, ""), &tb); err != nil || tb.Kind != "Table" || len(tb.Rows) != 1 || tb.Rows[0].Cells[0] != "a" {
+			t.Fatalf("%s to a watch of Tables: %+v (%v)", typ, tb, err)
+		}
+	}
 }
 
 func TestWatchStreamResumeAndGone(t *testing.T) {

@@ -1,0 +1,134 @@
+package bus
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/homeostat/homeostat/object"
+)
+
+// sharedObjects keeps, for the store's shared readers (ListOptions.Shared,
+// WatchOptions.Shared), each key's object as last decoded, with its
+// revision. A stored value never changes under its revision, so however
+// many lists, watches and informers of a process read a change, it is
+// decoded once, and encoded once for those that serve it as JSON. What a
+// reader reads is still the stream's, so lists stay linearizable and
+// watches see every revision.
+type sharedObjects struct {
+	mu sync.Mutex
+	m  map[string]*decoded
+}
+
+// decodedSets are the shared objects of each bucket, for every connection
+// of a process to one server: those Join makes share their first's, so the
+// API, controllers and scheduler of one process decode a change once
+// between them, each on its own credentials (an entry is found only by
+// the revision of a message its reader has read).
+type decodedSets struct {
+	mu sync.Mutex
+	m  map[string]*sharedObjects
+}
+
+// of returns the shared objects of bucket.
+func (d *decodedSets) of(bucket string) *sharedObjects {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.m == nil {
+		d.m = map[string]*sharedObjects{}
+	}
+	so, ok := d.m[bucket]
+	if !ok {
+		so = &sharedObjects{}
+		d.m[bucket] = so
+	}
+	return so
+}
+
+// decoded is one revision of an object, shared by every reader of it.
+type decoded struct {
+	rev  uint64
+	obj  *object.Object
+	once sync.Once
+	json []byte
+}
+
+// encoded returns the object's JSON as served (resourceVersion set),
+// encoding it on first need; nil if it cannot be encoded.
+func (d *decoded) encoded() []byte {
+	d.once.Do(func() {
+		if b, err := object.Encode(d.obj); err == nil {
+			d.json = b
+		}
+	})
+	return d.json
+}
+
+// lookup returns key's entry if it holds revision rev.
+func (c *sharedObjects) lookup(key string, rev uint64) (*decoded, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.m[key]
+	return d, ok && d.rev == rev
+}
+
+// keep records key's object at rev, unless a later revision is held, and
+// returns the entry of rev: the one already held when another reader
+// decoded the same revision first, so that readers share one value.
+func (c *sharedObjects) keep(key string, rev uint64, o *object.Object) *decoded {
+	d := &decoded{rev: rev, obj: o}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]*decoded{}
+	}
+	cur, ok := c.m[key]
+	switch {
+	case ok && cur.rev == rev:
+		return cur
+	case !ok || cur.rev < rev:
+		c.m[key] = d
+	}
+	return d
+}
+
+// drop forgets key's entry if it is older than rev (the key was deleted at rev).
+func (c *sharedObjects) drop(key string, rev uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur, ok := c.m[key]; ok && cur.rev < rev {
+		delete(c.m, key)
+	}
+}
+
+// forget drops the entries under prefix (every one for "") that a list
+// of that prefix did not find live.
+func (c *sharedObjects) forget(prefix string, live map[string]*object.Object) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.m {
+		if strings.HasPrefix(k, prefix) && live[k] == nil {
+			delete(c.m, k)
+		}
+	}
+}
+
+// sharedEvent classifies one stored message as toEvent does, taking the
+// object from the shared entries when they hold its revision and keeping
+// there the one it decodes. Its event's JSON method serves the object's
+// JSON, encoded once for all.
+func (s *Store) sharedEvent(m rawMsg, live bool) Event {
+	key := m.subject[len(s.subjPrefix):]
+	if isTombstone(m.header) {
+		s.shared.drop(key, m.seq)
+		return s.toEvent(m, live)
+	}
+	if d, ok := s.shared.lookup(key, m.seq); ok {
+		return Event{Type: eventType(m, live), Key: key, Revision: m.seq, Trace: extractSpan(m.header), Object: d.obj, shared: d}
+	}
+	ev := s.toEvent(m, live)
+	if ev.Type == Added || ev.Type == Modified {
+		ev.shared = s.shared.keep(key, m.seq, ev.Object)
+		ev.Object = ev.shared.obj
+	}
+	return ev
+}
