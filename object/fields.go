@@ -2,9 +2,11 @@ package object
 
 import (
 	"bytes"
-	"encoding/json"
+	stdjson "encoding/json"
 	"fmt"
 	"slices"
+
+	json "github.com/go-json-experiment/json/v1"
 )
 
 // envelope is Object without its JSON methods, for the standard codec.
@@ -25,7 +27,7 @@ func Decode(data []byte) (*Object, error) {
 		return (*Object)(o), nil
 	}
 	// Members of their own, or not an object at all: the full path.
-	var members map[string]json.RawMessage
+	var members map[string]stdjson.RawMessage
 	if err := json.Unmarshal(data, &members); err != nil {
 		return nil, err
 	}
@@ -41,7 +43,7 @@ func Decode(data []byte) (*Object, error) {
 			continue
 		}
 		if full.Fields == nil {
-			full.Fields = map[string]json.RawMessage{}
+			full.Fields = map[string]stdjson.RawMessage{}
 		}
 		full.Fields[k] = v
 	}
@@ -119,7 +121,7 @@ func (o *Object) SetField(name string, v any) error {
 		return err
 	}
 	if o.Fields == nil {
-		o.Fields = map[string]json.RawMessage{}
+		o.Fields = map[string]stdjson.RawMessage{}
 	}
 	o.Fields[name] = b
 	return nil
