@@ -88,3 +88,25 @@ func TestSameJSONAndEncoding(t *testing.T) {
 		}
 	}
 }
+
+func TestLabelSelectorRequires(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		sel    *object.LabelSelector
+		labels map[string]string
+		want   bool
+	}{
+		{"every label asked for", &object.LabelSelector{MatchLabels: map[string]string{"app": "web", "hash": "1"}}, map[string]string{"app": "web", "hash": "1"}, true},
+		{"more asked for than the labels", &object.LabelSelector{MatchLabels: map[string]string{"app": "web", "hash": "1"}}, map[string]string{"app": "web"}, true},
+		{"a label not asked for", &object.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, map[string]string{"app": "web", "tier": "front"}, false},
+		{"another value asked for", &object.LabelSelector{MatchLabels: map[string]string{"app": "api"}}, map[string]string{"app": "web"}, false},
+		{"asked for by an expression only", &object.LabelSelector{MatchExpressions: []object.LabelSelectorRequirement{{Key: "app", Operator: "In", Values: []string{"web"}}}}, map[string]string{"app": "web"}, false},
+		{"expressions beside", &object.LabelSelector{MatchLabels: map[string]string{"app": "web"}, MatchExpressions: []object.LabelSelectorRequirement{{Key: "x", Operator: "Exists"}}}, map[string]string{"app": "web"}, true},
+		{"no labels", &object.LabelSelector{}, nil, true},
+		{"no selector", nil, map[string]string{"app": "web"}, false},
+	} {
+		if got := c.sel.Requires(c.labels); got != c.want {
+			t.Errorf("%s: Requires = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -223,6 +223,21 @@ type LabelSelectorRequirement struct {
 	Values   []string `json:"values,omitempty"`
 }
 
+// Requires reports whether every object the selector matches carries all
+// of labels, with their values: each is among its matchLabels. (Its
+// expressions only narrow what it matches, so they cannot fail that.)
+func (ls *LabelSelector) Requires(labels map[string]string) bool {
+	if ls == nil {
+		return false
+	}
+	for k, v := range labels {
+		if w, ok := ls.MatchLabels[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
 // Selector converts the structured form to a Selector. A nil LabelSelector
 // matches nothing, as in Kubernetes; an empty one matches everything.
 func (ls *LabelSelector) Selector() (Selector, error) {

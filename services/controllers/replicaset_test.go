@@ -41,7 +41,7 @@ func TestReplicaSetScalesAndCountsStatus(t *testing.T) {
 	poll.Until(t, "status ready 3", 10*time.Second, func() bool {
 		var st kinds.ReplicaSetStatus
 		_ = e.get("rs", "web").DecodeStatus(&st)
-		return st.Replicas == 3 && st.ReadyReplicas == 3 && st.AvailableReplicas == 3 && st.ObservedGeneration == 1
+		return st.Replicas == 3 && st.FullyLabeledReplicas == 3 && st.ReadyReplicas == 3 && st.AvailableReplicas == 3 && st.ObservedGeneration == 1
 	})
 	e.patch("rs", "web", `{"spec":{"replicas":5}}`)
 	poll.Until(t, "5 pods", 10*time.Second, func() bool { return len(activePods(e.list("pods", "app=web"))) == 5 })
@@ -68,7 +68,19 @@ kind: Pod
 metadata: {name: stray, labels: {app: adopt}}
 spec: {containers: [{name: c, command: [x]}]}
 `)
-	e.apply(fmt.Sprintf(rsYAML, "adopt", 2))
+	// The template has a label the selector does not ask for, which the
+	// adopted pod lacks: it counts among the replicas, not the fully
+	// labeled ones.
+	e.apply(`apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: adopt}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: adopt}}
+  template:
+    metadata: {labels: {app: adopt, tier: x}}
+    spec: {containers: [{name: c, command: [sleep, "1000"]}]}
+`)
 	poll.Until(t, "the stray pod adopted and one more made", 10*time.Second, func() bool {
 		ps := e.list("pods", "app=adopt")
 		if len(ps) != 2 {
@@ -80,6 +92,11 @@ spec: {containers: [{name: c, command: [x]}]}
 			}
 		}
 		return true
+	})
+	poll.Until(t, "status: 2 replicas, 1 fully labeled", 10*time.Second, func() bool {
+		var st kinds.ReplicaSetStatus
+		_ = e.get("rs", "adopt").DecodeStatus(&st)
+		return st.Replicas == 2 && st.FullyLabeledReplicas == 1
 	})
 	// Relabelling a pod releases it; the ReplicaSet makes another.
 	e.patch("pods", "stray", `{"metadata":{"labels":{"app":"gone"}}}`)
