@@ -3,6 +3,7 @@ package nodeagent
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,12 +41,16 @@ func (w *heldWriter) Remove(context.Context, string, string) error {
 	return nil
 }
 
-// A host's writes wait for a slot: no more than the slots are in flight,
-// the rest go through as slots free, and a write whose context ends while
-// it waits gives up.
+// A host's writes wait for a worker: no more than the workers are in
+// flight, the rest go through as workers free, and a write whose context
+// ends while it waits gives up.
 func TestPacedWriterBoundsWritesInFlight(t *testing.T) {
 	next := &heldWriter{release: make(chan struct{})}
-	w := pacedWriter{next: next, slots: make(chan struct{}, 2)}
+	host, stop := context.WithCancel(context.Background())
+	var workers sync.WaitGroup
+	defer workers.Wait()
+	defer stop()
+	w := startPacedWriter(host, &workers, next, 2)
 	done := make(chan error, 5)
 	for i := range 5 {
 		go func() {

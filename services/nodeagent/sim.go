@@ -107,7 +107,11 @@ func RunSimulated(ctx context.Context, cfg SimConfig) error {
 	if err != nil {
 		return err
 	}
-	writes := pacedWriter{next: storeWriter{pods}, slots: make(chan struct{}, hostWrites)}
+	var workers sync.WaitGroup
+	defer workers.Wait() // after cancel, below
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	writes := startPacedWriter(ctx, &workers, storeWriter{pods}, hostWrites)
 	// One watch of the index serves every node.
 	shared := newSharedIndex()
 	agents := make([]*Agent, 0, cfg.Nodes)
@@ -130,8 +134,6 @@ func RunSimulated(ctx context.Context, cfg SimConfig) error {
 	}
 	errs := make(chan error, cfg.Nodes)
 	var wg sync.WaitGroup
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	wg.Add(1)
 	go func() { defer wg.Done(); shared.run(ctx, index) }()
 	for _, a := range agents {
@@ -152,37 +154,63 @@ func RunSimulated(ctx context.Context, cfg SimConfig) error {
 // hostWrites bounds the pod writes a host of simulated nodes has in flight.
 const hostWrites = 256
 
-// pacedWriter holds a host's pod writes to a number in flight. Its
-// simulated pods do not outlive it, so on start every node runs its pods
-// again and writes their status: 100,000 writes sent at once timed out
-// against the bus, and took the nodes' heartbeats and everyone's reads
-// with them. Heartbeats do not pass through it.
+// pacedWriter holds a host's pod writes to a number in flight, made by as
+// many long-lived workers. Its simulated pods do not outlive it, so on
+// start every node runs its pods again and writes their status: 100,000
+// writes sent at once timed out against the bus, and took the nodes'
+// heartbeats and everyone's reads with them. Heartbeats do not pass
+// through it. The workers, not the pods' goroutines, make the writes:
+// field tracking calls run deep, and tens of thousands of mostly idle pod
+// goroutines grew their stacks for it on each write, to have them shrunk
+// again by the next collection; the busy workers keep theirs.
 type pacedWriter struct {
-	next  PodWriter
-	slots chan struct{}
+	next PodWriter
+	jobs chan func()
 }
 
-func (w pacedWriter) take(ctx context.Context) error {
+// startPacedWriter starts n workers, which end with ctx.
+func startPacedWriter(ctx context.Context, wg *sync.WaitGroup, next PodWriter, n int) pacedWriter {
+	w := pacedWriter{next: next, jobs: make(chan func())}
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case job := <-w.jobs:
+					job()
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	return w
+}
+
+// run has a worker call fn and waits until it has; a write whose context
+// ends while it waits for a worker gives up.
+func (w pacedWriter) run(ctx context.Context, fn func()) error {
+	done := make(chan struct{})
 	select {
-	case w.slots <- struct{}{}:
-		return nil
+	case w.jobs <- func() { defer close(done); fn() }:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	<-done
+	return nil
 }
 
-func (w pacedWriter) UpdateStatus(ctx context.Context, pod, current *object.Object) (*object.Object, error) {
-	if err := w.take(ctx); err != nil {
-		return nil, err
+func (w pacedWriter) UpdateStatus(ctx context.Context, pod, current *object.Object) (updated *object.Object, err error) {
+	if werr := w.run(ctx, func() { updated, err = w.next.UpdateStatus(ctx, pod, current) }); werr != nil {
+		return nil, werr
 	}
-	defer func() { <-w.slots }()
-	return w.next.UpdateStatus(ctx, pod, current)
+	return updated, err
 }
 
-func (w pacedWriter) Remove(ctx context.Context, key, uid string) error {
-	if err := w.take(ctx); err != nil {
-		return err
+func (w pacedWriter) Remove(ctx context.Context, key, uid string) (err error) {
+	if werr := w.run(ctx, func() { err = w.next.Remove(ctx, key, uid) }); werr != nil {
+		return werr
 	}
-	defer func() { <-w.slots }()
-	return w.next.Remove(ctx, key, uid)
+	return err
 }
