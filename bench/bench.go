@@ -254,22 +254,60 @@ func Ceiling(ctx context.Context, conn *bus.Conn, n int) (float64, error) {
 	return conn.MeasureWriteCeiling(ctx, n, make([]byte, 256))
 }
 
+// waitNodes waits until n nodes are registered and Ready, and the
+// controllers have taken each on (its RegisteredNode event): the cluster
+// a user would start from, so that nodes joining are not in the figures.
 func waitNodes(ctx context.Context, conn *bus.Conn, n int, within time.Duration) error {
-	st, err := conn.Store(ctx, bus.StoreSpec{Resource: "nodes", Kind: "Node"})
+	nodes, err := conn.Store(ctx, bus.StoreSpec{Resource: "nodes", Kind: "Node"})
+	if err != nil {
+		return err
+	}
+	events, err := conn.Store(ctx, reconcile.EventKind.StoreSpec())
 	if err != nil {
 		return err
 	}
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
-		l, err := st.List(ctx, bus.ListOptions{})
-		if err == nil && len(l.Items) >= n {
+		if ready, taken := nodesSettled(ctx, nodes, events); ready >= n && taken >= n {
 			return nil
 		}
 		if !clock.Sleep(ctx, 500*time.Millisecond) {
 			return ctx.Err()
 		}
 	}
-	return fmt.Errorf("bench: %d nodes did not register within %s", n, within)
+	return fmt.Errorf("bench: %d nodes were not registered, Ready and taken on by the controllers within %s", n, within)
+}
+
+// nodesSettled counts the Ready nodes and the nodes the controllers have
+// announced with a RegisteredNode event.
+func nodesSettled(ctx context.Context, nodes, events *bus.Store) (ready, taken int) {
+	l, err := nodes.List(ctx, bus.ListOptions{Shared: true})
+	if err != nil {
+		return 0, 0
+	}
+	for _, o := range l.Items {
+		var st kinds.NodeStatus
+		if o.DecodeStatus(&st) != nil {
+			continue
+		}
+		if c := object.FindCondition(st.Conditions, "Ready"); c != nil && c.Status == "True" {
+			ready++
+		}
+	}
+	if ready < len(l.Items) {
+		return ready, 0
+	}
+	evs, err := events.List(ctx, bus.ListOptions{Shared: true})
+	if err != nil {
+		return ready, 0
+	}
+	seen := map[string]bool{}
+	for _, o := range evs.Items {
+		if e, err := kinds.EventOf(o); err == nil && e.Reason == "RegisteredNode" {
+			seen[e.InvolvedObject.Name] = true
+		}
+	}
+	return ready, len(seen)
 }
 
 // deployments are the scenario's Deployments, defaulted and validated as
