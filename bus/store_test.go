@@ -18,7 +18,7 @@ import (
 	"github.com/homeostat/homeostat/object"
 )
 
-func newStore(t *testing.T, c *bus.Conn) *bus.Store {
+func newStore(t testing.TB, c *bus.Conn) *bus.Store {
 	t.Helper()
 	s, err := c.Store(context.Background(), bus.StoreSpec{Resource: "widgets.example.com", Kind: "Widget", Namespaced: true})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	stdjson "encoding/json"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	json "github.com/go-json-experiment/json/v1"
 )
 
@@ -255,13 +256,15 @@ func SameJSON(a, b stdjson.RawMessage) bool {
 	if isNullish(a) || isNullish(b) {
 		return isNullish(a) && isNullish(b)
 	}
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+	// In canonical form (RFC 8785: members sorted, numbers and strings
+	// spelled one way), equal values have equal bytes. That costs a scan
+	// of each, not a tree of maps; what it cannot read (duplicate names,
+	// invalid UTF-8) compares by its bytes.
+	x, y := jsontext.Value(bytes.Clone(a)), jsontext.Value(bytes.Clone(b))
+	if x.Canonicalize() != nil || y.Canonicalize() != nil {
 		return bytes.Equal(a, b)
 	}
-	xb, _ := json.Marshal(x)
-	yb, _ := json.Marshal(y)
-	return bytes.Equal(xb, yb)
+	return bytes.Equal(x, y)
 }
 
 // SameEncoding reports whether two encodings of objects by Encode hold

@@ -79,6 +79,10 @@ func TestSameJSONAndEncoding(t *testing.T) {
 		{``, `null`, true, false},
 		{`{}`, `null`, true, false},
 		{`{"a":[1,2]}`, `{"a":[2,1]}`, false, false},
+		{`{"a":1000}`, `{"a":1e3}`, true, false},
+		{`{"a":{"x":true,"y":null}}`, `{"a":{"y":null,"x":true}}`, true, true},
+		{`{"a":1,"a":1}`, `{"a":1}`, false, false},
+		{`{"a":1}`, `not json`, false, false},
 	} {
 		if got := object.SameJSON(json.RawMessage(c.a), json.RawMessage(c.b)); got != c.json {
 			t.Errorf("SameJSON(%s, %s) = %v", c.a, c.b, got)
