@@ -259,9 +259,11 @@ func SameJSON(a, b stdjson.RawMessage) bool {
 	// In canonical form (RFC 8785: members sorted, numbers and strings
 	// spelled one way), equal values have equal bytes. That costs a scan
 	// of each, not a tree of maps; what it cannot read (duplicate names,
-	// invalid UTF-8) compares by its bytes.
+	// invalid UTF-8) compares by its bytes. Integers keep their digits, so
+	// two beyond 2^53 that a float64 cannot tell apart still differ.
 	x, y := jsontext.Value(bytes.Clone(a)), jsontext.Value(bytes.Clone(b))
-	if x.Canonicalize() != nil || y.Canonicalize() != nil {
+	exact := jsontext.CanonicalizeRawInts(false)
+	if x.Canonicalize(exact) != nil || y.Canonicalize(exact) != nil {
 		return bytes.Equal(a, b)
 	}
 	return bytes.Equal(x, y)

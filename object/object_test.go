@@ -80,6 +80,8 @@ func TestSameJSONAndEncoding(t *testing.T) {
 		{`{}`, `null`, true, false},
 		{`{"a":[1,2]}`, `{"a":[2,1]}`, false, false},
 		{`{"a":1000}`, `{"a":1e3}`, true, false},
+		{`{"a":1.50}`, `{"a":1.5}`, true, false},
+		{`{"a":9007199254740993}`, `{"a":9007199254740992}`, false, false},
 		{`{"a":{"x":true,"y":null}}`, `{"a":{"y":null,"x":true}}`, true, true},
 		{`{"a":1,"a":1}`, `{"a":1}`, false, false},
 		{`{"a":1}`, `not json`, false, false},
