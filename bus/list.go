@@ -147,8 +147,9 @@ type snapshot struct {
 // The revision is the last sequence read or the one taken at the start,
 // whichever is higher; a key fetched at the end may carry a later one.
 //
-// A shared read takes each object whose revision the list cache holds
-// from there, and keeps there those it decodes (see sharedObjects).
+// A shared read takes each object whose revision the store's shared
+// objects hold from there, and keeps there those it decodes (see
+// sharedObjects).
 func (s *Store) snapshot(ctx context.Context, filter string, shared bool) (*snapshot, error) {
 	release, err := s.conn.turns.take(ctx)
 	if err != nil {

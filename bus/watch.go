@@ -172,8 +172,7 @@ func (c *Conn) watch(ctx context.Context, spec readSpec, buffer int, initial boo
 func (s *Store) toEvent(m rawMsg, live bool) Event {
 	key := m.subject[len(s.subjPrefix):]
 	ev := Event{Key: key, Revision: m.seq, Trace: extractSpan(m.header)}
-	switch {
-	case isTombstone(m.header):
+	if isTombstone(m.header) {
 		// A bare fence deletes nothing a watcher has seen: it carries no
 		// object, so that clients pass over it.
 		ev.Type = Deleted

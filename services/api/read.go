@@ -296,9 +296,9 @@ func (st *watchStream) serve(w http.ResponseWriter, ch <-chan bus.Event) {
 // store has already encoded (a shared watch's, unchanged here) is written
 // as it is.
 func (st *watchStream) frame(buf []byte, typ string, obj any, ev bus.Event) []byte {
-	raw := ev.JSON()
-	if o, ok := obj.(*object.Object); !ok || o != ev.Object || st.table != nil {
-		raw = nil
+	var raw []byte
+	if o, ok := obj.(*object.Object); ok && o == ev.Object && st.table == nil {
+		raw = ev.JSON() // encoded on first need: a Table watch never asks
 	}
 	if raw == nil {
 		raw, _ = json.Marshal(st.render(typ, obj))

@@ -91,10 +91,7 @@ func (c *replicaSets) manage(ctx context.Context, o *object.Object, spec kinds.R
 	case diff > 0:
 		// Built only here: most passes of a large ReplicaSet create
 		// nothing, and a map of every pod's name was a tenth of their CPU.
-		taken := make(map[string]bool, len(pods))
-		for _, p := range pods {
-			taken[p.Metadata.Name] = true
-		}
+		taken := podNames(pods)
 		var toCreate []*object.Object
 		for i := int32(0); i < want && len(toCreate) < diff; i++ {
 			name := slotName(o.Metadata.Name, i)
@@ -240,10 +237,7 @@ func (c *replicaSets) writeStatus(ctx context.Context, o *object.Object, spec ki
 		}
 	}
 	if len(out.pass.made) > 0 {
-		seen := make(map[string]bool, len(pods))
-		for _, p := range pods {
-			seen[p.Metadata.Name] = true
-		}
+		seen := podNames(pods)
 		for name := range out.pass.made {
 			if !seen[name] {
 				st.Replicas++
@@ -267,6 +261,15 @@ func (c *replicaSets) writeStatus(ctx context.Context, o *object.Object, spec ki
 		return 0, fmt.Errorf("status: %w", err)
 	}
 	return next, nil
+}
+
+// podNames is the set of the pods' names.
+func podNames(pods []*kinds.Pod) map[string]bool {
+	names := make(map[string]bool, len(pods))
+	for _, p := range pods {
+		names[p.Metadata.Name] = true
+	}
+	return names
 }
 
 func removeCondition(conds []object.Condition, t string) []object.Condition {
