@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
 )
 
@@ -64,6 +65,23 @@ type NodePodChange struct {
 	Trace trace.SpanContext
 }
 
+// IndexChanges lists what a pod's change from old to next (old nil: it
+// was created; next nil: it is gone) makes of the index: a removal from
+// the node it left, and its entry on the node it is on (with trace) when
+// it arrived there or changed in what an agent acts on (kinds.SameToAgent),
+// and entries says that node takes entries.
+func IndexChanges(old, next *object.Object, trace trace.SpanContext, entries func(node string) bool) []NodePodChange {
+	oldNode, newNode := kinds.BoundNode(old), kinds.BoundNode(next)
+	var out []NodePodChange
+	if oldNode != "" && oldNode != newNode {
+		out = append(out, NodePodChange{Node: oldNode, Key: old.Key()})
+	}
+	if newNode != "" && entries(newNode) && (newNode != oldNode || !kinds.SameToAgent(old, next)) {
+		out = append(out, NodePodChange{Node: newNode, Key: next.Key(), Pod: next, Trace: trace})
+	}
+	return out
+}
+
 // Publish writes changes to the index and waits until it has them all.
 // Writes are idempotent, so a failed batch may be published again whole.
 func (n *NodePods) Publish(ctx context.Context, changes []NodePodChange) error {
@@ -98,25 +116,6 @@ func (n *NodePods) Watch(ctx context.Context, node string) (<-chan Event, error)
 	prefix := nodePodsPrefix + nodeToken(node) + "."
 	spec := readSpec{stream: nodePodsStream, filter: prefix + ">", what: "pods of node " + node}
 	return n.conn.watch(ctx, spec, 1024, true, n.decoder(func(subject string) string { return strings.TrimPrefix(subject, prefix) })), nil
-}
-
-// WatchAll streams the pods of every node as Watch does those of one, each
-// event's Key naming the node too ("<node>/<key>", see SplitNodeKey): one
-// consumer for a process that hosts many nodes, where one per node would
-// have the server match every write against each.
-func (n *NodePods) WatchAll(ctx context.Context) (<-chan Event, error) {
-	spec := readSpec{stream: nodePodsStream, filter: nodePodsPrefix + ">", what: "pods of every node"}
-	key := func(subject string) string {
-		node, key, _ := strings.Cut(strings.TrimPrefix(subject, nodePodsPrefix), ".")
-		return tokenNode(node) + "/" + key
-	}
-	return n.conn.watch(ctx, spec, 4096, true, n.decoder(key)), nil
-}
-
-// SplitNodeKey reads the node and the pod's key of a WatchAll event.
-func SplitNodeKey(key string) (node, podKey string) {
-	node, podKey, _ = strings.Cut(key, "/")
-	return node, podKey
 }
 
 // decoder decodes the index's messages, keyed by key(subject).

@@ -37,6 +37,21 @@ const (
 	TaintUnreachable = "node.kubernetes.io/unreachable"
 )
 
+// AnnotationPodIndex on a Node says how its agent learns which pods are
+// bound to it. PodIndexDerived: from a watch of every pod, as a host of
+// many simulated nodes does, so the scheduler writes no entries to the
+// node pod index for it; absent, from the index.
+const (
+	AnnotationPodIndex = "homeostat.io/pod-index"
+	PodIndexDerived    = "derived"
+)
+
+// DerivesPods reports a Node whose agent derives its pods itself (see
+// AnnotationPodIndex).
+func DerivesPods(node *object.Object) bool {
+	return node != nil && node.Metadata.Annotations[AnnotationPodIndex] == PodIndexDerived
+}
+
 // NodeStatus is what the agent reports.
 type NodeStatus struct {
 	Capacity        ResourceList       `json:"capacity,omitempty"`

@@ -5,7 +5,10 @@
 package kinds
 
 import (
+	"bytes"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/homeostat/homeostat/object"
 )
@@ -335,4 +338,46 @@ func PodOrNil(o *object.Object) any {
 		return nil
 	}
 	return p
+}
+
+// BoundNode is the node a pod is bound to ("" when none, or when o is
+// nil). It reads the spec's top level without decoding the rest, as a
+// host of many nodes does for every pod change.
+func BoundNode(o *object.Object) string {
+	if o == nil || len(o.Spec) == 0 {
+		return ""
+	}
+	d := jsontext.NewDecoder(bytes.NewReader(o.Spec))
+	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
+		return ""
+	}
+	for d.PeekKind() == '"' {
+		name, err := d.ReadToken()
+		if err != nil {
+			return ""
+		}
+		if name.String() != "nodeName" {
+			if d.SkipValue() != nil {
+				return ""
+			}
+			continue
+		}
+		v, err := d.ReadToken()
+		if err != nil || v.Kind() != '"' {
+			return ""
+		}
+		return v.String()
+	}
+	return ""
+}
+
+// SameToAgent reports whether two states of a pod (either nil) differ
+// only in what its node's agent does not act on: it acts on which pod it
+// is, whether it is being deleted, and its spec, not on its status.
+func SameToAgent(a, b *object.Object) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	da, db := a.Metadata.DeletionTimestamp, b.Metadata.DeletionTimestamp
+	return a.Metadata.UID == b.Metadata.UID && (da == nil) == (db == nil) && (da == nil || da.Equal(*db)) && bytes.Equal(a.Spec, b.Spec)
 }

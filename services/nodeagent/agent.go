@@ -108,8 +108,13 @@ type Config struct {
 	// of one process may share one).
 	Fields bus.FieldTracker
 	// Index says which pods are bound to the node: the bus's node pod
-	// index when nil (agents of one process may share one watch of it).
+	// index when nil (agents of one process may share one watch of every
+	// pod instead).
 	Index PodIndex
+	// DerivesPods marks the Node as one whose Index derives its pods from
+	// the store (kinds.AnnotationPodIndex), so that the scheduler writes
+	// it no index entries: only for an Index that does.
+	DerivesPods bool
 }
 
 // Agent is one node's agent.
@@ -288,6 +293,19 @@ func (a *Agent) configSource() ConfigSource {
 	return &lazyConfigReader{bus: a.cfg.Bus}
 }
 
+// markPodIndex says on the Node whether its pods are derived, removing
+// the mark an agent of another kind may have left under the same name.
+func (a *Agent) markPodIndex(n *object.Object) {
+	if a.cfg.DerivesPods {
+		if n.Metadata.Annotations == nil {
+			n.Metadata.Annotations = map[string]string{}
+		}
+		n.Metadata.Annotations[kinds.AnnotationPodIndex] = kinds.PodIndexDerived
+		return
+	}
+	delete(n.Metadata.Annotations, kinds.AnnotationPodIndex)
+}
+
 // register creates or refreshes the Node: labels and status are the
 // agent's; spec (taints, unschedulable) is kept once others may have set it.
 func (a *Agent) register(ctx context.Context) error {
@@ -301,6 +319,7 @@ func (a *Agent) register(ctx context.Context) error {
 		cur, err := a.nodes.Get(ctx, a.cfg.NodeName)
 		if errors.Is(err, bus.ErrNotFound) {
 			n := &object.Object{APIVersion: "v1", Kind: "Node", Metadata: object.Meta{Name: a.cfg.NodeName, Labels: labels}}
+			a.markPodIndex(n)
 			if err := n.SetSpec(kinds.NodeSpec{Taints: a.cfg.Taints}); err != nil {
 				return err
 			}
@@ -326,6 +345,7 @@ func (a *Agent) register(ctx context.Context) error {
 		for k, v := range labels {
 			n.Metadata.Labels[k] = v
 		}
+		a.markPodIndex(n)
 		var old kinds.NodeStatus
 		_ = cur.DecodeStatus(&old)
 		if err := n.SetStatus(a.nodeStatus(old.Conditions)); err != nil {

@@ -7,20 +7,25 @@ import (
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/clock"
+	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/object"
 )
 
 // PodIndex says which pods are bound to a node: the node pod index
-// (bus.NodePods), or one watch of it shared by the nodes of a process.
+// (bus.NodePods), or one watch of every pod shared by the nodes of a
+// process, which derives it (sharedIndex).
 type PodIndex interface {
 	// Watch streams the node's pods: the current set as Added, Synced,
 	// then changes; the channel closes when the watch ends.
 	Watch(ctx context.Context, node string) (<-chan bus.Event, error)
 }
 
-// sharedIndex serves the pods of many nodes from one watch of the whole
-// index, which the server matches each write against once, instead of
-// once per node. It keeps each node's current pods, so that a node that
-// starts (or starts again) watching gets its set, then what changes.
+// sharedIndex serves the pods of many nodes from one watch of every pod,
+// routing each to the node it is bound to as the node pod index would
+// (bus.IndexChanges): a host of a thousand nodes sees most pods anyway,
+// and deriving its index saves the scheduler a write for each bind. It
+// keeps each node's current pods, so that a node that starts (or starts
+// again) watching gets its set, then what changes.
 type sharedIndex struct {
 	mu     sync.Mutex
 	synced bool
@@ -54,14 +59,15 @@ func newSharedIndex() *sharedIndex {
 	return &sharedIndex{pods: map[string]map[string]bus.Event{}, subs: map[string]*indexSub{}}
 }
 
-// run follows the whole index until ctx ends, watching it again should
-// its watch end.
-func (x *sharedIndex) run(ctx context.Context, index *bus.NodePods) {
+// run follows every pod until ctx ends, watching again should its watch
+// end.
+func (x *sharedIndex) run(ctx context.Context, pods *bus.Store) {
 	for ctx.Err() == nil {
-		ch, err := index.WatchAll(ctx)
+		ch, err := pods.Watch(ctx, bus.WatchOptions{Shared: true, Buffer: 4096})
 		if err == nil {
+			bound := map[string]*object.Object{}
 			for ev := range ch {
-				x.apply(ev)
+				x.derive(bound, ev)
 			}
 		}
 		// The next watch sends every node's set afresh: the nodes watching
@@ -71,7 +77,38 @@ func (x *sharedIndex) run(ctx context.Context, index *bus.NodePods) {
 	}
 }
 
-func (x *sharedIndex) apply(ev bus.Event) {
+// derive routes a pod's change to the nodes it concerns; bound holds the
+// last state of each pod bound to a node, by key.
+func (x *sharedIndex) derive(bound map[string]*object.Object, ev bus.Event) {
+	var next *object.Object
+	switch ev.Type {
+	case bus.Synced:
+		x.apply("", ev)
+		return
+	case bus.Added, bus.Modified:
+		next = ev.Object
+	case bus.Deleted:
+	default:
+		return // a corrupt value is the store's to report, not the nodes'
+	}
+	for _, c := range bus.IndexChanges(bound[ev.Key], next, ev.Trace, everyNode) {
+		out := bus.Event{Type: bus.Deleted, Key: c.Key, Revision: ev.Revision, Trace: c.Trace}
+		if c.Pod != nil {
+			out.Type, out.Object = ev.Type, c.Pod
+		}
+		x.apply(c.Node, out)
+	}
+	if kinds.BoundNode(next) != "" {
+		bound[ev.Key] = next
+	} else {
+		delete(bound, ev.Key)
+	}
+}
+
+func everyNode(string) bool { return true }
+
+// apply passes a node's event (Synced, to every node) to its watch.
+func (x *sharedIndex) apply(node string, ev bus.Event) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if ev.Type == bus.Synced {
@@ -81,16 +118,14 @@ func (x *sharedIndex) apply(ev bus.Event) {
 		}
 		return
 	}
-	node, key := bus.SplitNodeKey(ev.Key)
-	ev.Key = key
 	switch ev.Type {
 	case bus.Added, bus.Modified:
 		if x.pods[node] == nil {
 			x.pods[node] = map[string]bus.Event{}
 		}
-		x.pods[node][key] = ev
+		x.pods[node][ev.Key] = ev
 	case bus.Deleted:
-		delete(x.pods[node], key)
+		delete(x.pods[node], ev.Key)
 	}
 	if sub, ok := x.subs[node]; ok {
 		sub.send(ev)

@@ -2,7 +2,9 @@ package nodeagent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -13,8 +15,13 @@ import (
 	"github.com/homeostat/homeostat/testenv/poll"
 )
 
-func indexPod(name string) *object.Object {
-	return &object.Object{APIVersion: "v1", Kind: "Pod", Metadata: object.Meta{Name: name, Namespace: "default", UID: "u-" + name}}
+// indexPod is a pod bound to node ("" for none).
+func indexPod(name, node string) *object.Object {
+	o := &object.Object{APIVersion: "v1", Kind: "Pod", Metadata: object.Meta{Name: name, Namespace: "default"}}
+	if node != "" {
+		o.Spec = json.RawMessage(`{"nodeName":` + strconv.Quote(node) + `}`)
+	}
+	return o
 }
 
 // collect gathers what a node's watch sends, in the order sent.
@@ -35,43 +42,65 @@ func collect(ch <-chan bus.Event) func() []string {
 	}
 }
 
-// TestSharedIndexServesEachNodeItsPods: one watch of the whole index gives
-// each node its own pods (the current set, Synced, then changes), and a
-// node that starts watching late gets the set as it stands.
+// TestSharedIndexServesEachNodeItsPods: one watch of every pod gives each
+// node the pods bound to it (the current set, Synced, then what changes
+// in what its agent acts on, and their leaving), and a node that starts
+// watching late gets the set as it stands.
 func TestSharedIndexServesEachNodeItsPods(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	conn := bustest.Conn(t)
-	index, err := conn.NodePods(ctx)
+	pods, err := conn.Store(ctx, bus.StoreSpec{Resource: "pods", Kind: "Pod", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	publish := func(changes ...bus.NodePodChange) {
+	stored := map[string]*object.Object{}
+	create := func(name, node string) {
 		t.Helper()
-		if err := index.Publish(ctx, changes); err != nil {
+		o, err := pods.Create(ctx, indexPod(name, node))
+		if err != nil {
 			t.Fatal(err)
 		}
+		stored[name] = o
 	}
-	publish(bus.NodePodChange{Node: "n.1", Key: "default.a", Pod: indexPod("a")}, bus.NodePodChange{Node: "n2", Key: "default.b", Pod: indexPod("b")})
+	update := func(name string, change func(o *object.Object)) {
+		t.Helper()
+		o := stored[name].Clone()
+		change(o)
+		o, err := pods.Update(ctx, o, bus.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored[name] = o
+	}
+	create("a", "n.1")
+	create("b", "n2")
+	create("u", "")
 	x := newSharedIndex()
 	done := make(chan struct{})
-	go func() { defer close(done); x.run(ctx, index) }()
+	go func() { defer close(done); x.run(ctx, pods) }()
 	ch1, _ := x.Watch(ctx, "n.1")
 	got1 := collect(ch1)
 	poll.Until(t, "n.1's set and Synced", 10*time.Second, func() bool {
 		return fmt.Sprint(got1()) == "[ADDED default.a SYNCED ]"
 	})
-	publish(bus.NodePodChange{Node: "n.1", Key: "default.c", Pod: indexPod("c")}, bus.NodePodChange{Node: "n2", Key: "default.d", Pod: indexPod("d")},
-		bus.NodePodChange{Node: "n.1", Key: "default.a"})
+	create("c", "n.1")
+	create("d", "n2")
+	update("a", func(o *object.Object) { o.Status = json.RawMessage(`{"phase":"Running"}`) }) // not the agent's business
+	update("u", func(o *object.Object) { o.Spec = indexPod("u", "n.1").Spec })
+	update("b", func(o *object.Object) { o.Spec = indexPod("b", "n.1").Spec }) // moves to n.1
+	if _, _, err := pods.Delete(ctx, "default.a", bus.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	poll.Until(t, "n.1's changes, and none of n2's", 10*time.Second, func() bool {
-		return fmt.Sprint(got1()) == "[ADDED default.a SYNCED  MODIFIED default.c DELETED default.a]"
+		return fmt.Sprint(got1()) == "[ADDED default.a SYNCED  ADDED default.c MODIFIED default.u MODIFIED default.b DELETED default.a]"
 	})
 	wctx, stop := context.WithCancel(ctx)
 	ch2, _ := x.Watch(wctx, "n2")
 	got2 := collect(ch2)
 	poll.Until(t, "n2's set as it stands, then Synced", 10*time.Second, func() bool {
 		g := got2()
-		return len(g) == 3 && g[2] == "SYNCED " && (fmt.Sprint(g[:2]) == "[ADDED default.b ADDED default.d]" || fmt.Sprint(g[:2]) == "[ADDED default.d ADDED default.b]")
+		return fmt.Sprint(g) == "[ADDED default.d SYNCED ]"
 	})
 	stop()
 	poll.Until(t, "n2's watch closed when its context ended", 10*time.Second, func() bool {

@@ -99,10 +99,6 @@ func RunSimulated(ctx context.Context, cfg SimConfig) error {
 	if err != nil {
 		return err
 	}
-	index, err := cfg.Bus.NodePods(ctx)
-	if err != nil {
-		return err
-	}
 	pods, err := cfg.Bus.Store(ctx, bus.StoreSpec{Resource: "pods", Kind: "Pod", Namespaced: true})
 	if err != nil {
 		return err
@@ -112,7 +108,7 @@ func RunSimulated(ctx context.Context, cfg SimConfig) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	writes := startPacedWriter(ctx, &workers, storeWriter{pods}, hostWrites)
-	// One watch of the index serves every node.
+	// One watch of every pod serves every node.
 	shared := newSharedIndex()
 	agents := make([]*Agent, 0, cfg.Nodes)
 	for i := range cfg.Nodes {
@@ -125,7 +121,7 @@ func RunSimulated(ctx context.Context, cfg SimConfig) error {
 			Bus: cfg.Bus, Logger: cfg.Logger, NodeName: name, Identity: identity,
 			Runtime: Simulated{Delay: cfg.Delay}, Capacity: cfg.Capacity,
 			Labels:         map[string]string{"homeostat.io/simulated": "true"},
-			HeartbeatEvery: cfg.HeartbeatEvery, Grace: cfg.Grace, Fields: fields, Index: shared, Pods: writes,
+			HeartbeatEvery: cfg.HeartbeatEvery, Grace: cfg.Grace, Fields: fields, Index: shared, DerivesPods: true, Pods: writes,
 		})
 		if err != nil {
 			return err
@@ -135,7 +131,7 @@ func RunSimulated(ctx context.Context, cfg SimConfig) error {
 	errs := make(chan error, cfg.Nodes)
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); shared.run(ctx, index) }()
+	go func() { defer wg.Done(); shared.run(ctx, pods) }()
 	for _, a := range agents {
 		wg.Add(1)
 		go func() {

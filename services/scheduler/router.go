@@ -8,6 +8,7 @@ import (
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/clock"
+	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/reconcile"
 )
@@ -17,9 +18,17 @@ import (
 // a node, its spec, its deletion — not status changes, which agents make
 // themselves. Only the leader writes; on taking the lead it writes every
 // bound pod once, so nothing a failed leader missed stays missing.
+//
+// A node whose agent derives its pods from the store (kinds.DerivesPods)
+// gets no entries but removals: a bind then costs one write, not two.
+// Removals are still written, so that should the node turn to the index
+// (an agent of another kind taking its name), the entries it finds there
+// are the pods it still has, once nodeChanged has written those.
 type router struct {
 	index *bus.NodePods
 	log   *slog.Logger
+	// derived reports a node whose agent needs no index entries.
+	derived func(node string) bool
 
 	mu      sync.Mutex
 	active  bool
@@ -27,31 +36,8 @@ type router struct {
 	kick    chan struct{}
 }
 
-func newRouter(index *bus.NodePods, log *slog.Logger) *router {
-	return &router{index: index, log: log, kick: make(chan struct{}, 1)}
-}
-
-func nodeOf(o *object.Object) string {
-	if o == nil {
-		return ""
-	}
-	var spec struct {
-		NodeName string `json:"nodeName"`
-	}
-	_ = o.DecodeSpec(&spec)
-	return spec.NodeName
-}
-
-// agentView is the part of a pod an agent acts on.
-func agentView(o *object.Object) string {
-	if o == nil {
-		return ""
-	}
-	dt := ""
-	if o.Metadata.DeletionTimestamp != nil {
-		dt = o.Metadata.DeletionTimestamp.String()
-	}
-	return o.Metadata.UID + "|" + dt + "|" + string(o.Spec)
+func newRouter(index *bus.NodePods, derived func(node string) bool, log *slog.Logger) *router {
+	return &router{index: index, derived: derived, log: log, kick: make(chan struct{}, 1)}
 }
 
 func (r *router) change(ch reconcile.Change) {
@@ -60,15 +46,34 @@ func (r *router) change(ch reconcile.Change) {
 	if !r.active {
 		return
 	}
-	oldNode, newNode := nodeOf(ch.Old), nodeOf(ch.New)
-	key := ch.Object().Key()
-	if oldNode != "" && oldNode != newNode {
-		r.pending = append(r.pending, bus.NodePodChange{Node: oldNode, Key: key})
+	// The agent continues the trace of the write (the bind, usually).
+	r.add(bus.IndexChanges(ch.Old, ch.New, ch.Trace, func(node string) bool { return !r.derived(node) }))
+}
+
+// nodeChanged writes the pods of a node that has come to read the index:
+// one registered anew, or whose agent no longer derives its pods.
+func (r *router) nodeChanged(ch reconcile.Change, bound func(node string) []*object.Object) {
+	if ch.New == nil || kinds.DerivesPods(ch.New) || (ch.Old != nil && !kinds.DerivesPods(ch.Old)) {
+		return
 	}
-	if newNode != "" && (newNode != oldNode || agentView(ch.Old) != agentView(ch.New)) {
-		// The agent continues the trace of the write (the bind, usually).
-		r.pending = append(r.pending, bus.NodePodChange{Node: newNode, Key: key, Pod: ch.New, Trace: ch.Trace})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.active {
+		return
 	}
+	var batch []bus.NodePodChange
+	for _, o := range bound(ch.New.Metadata.Name) {
+		batch = append(batch, bus.NodePodChange{Node: ch.New.Metadata.Name, Key: o.Key(), Pod: o})
+	}
+	r.add(batch)
+}
+
+// add queues changes for the next flush; r.mu is held.
+func (r *router) add(changes []bus.NodePodChange) {
+	if len(changes) == 0 {
+		return
+	}
+	r.pending = append(r.pending, changes...)
 	select {
 	case r.kick <- struct{}{}:
 	default:
@@ -80,7 +85,7 @@ func (r *router) run(ctx context.Context, pods *reconcile.Informer) {
 	r.mu.Lock()
 	r.active = true
 	for _, o := range pods.List() {
-		if n := nodeOf(o); n != "" {
+		if n := kinds.BoundNode(o); n != "" && !r.derived(n) {
 			r.pending = append(r.pending, bus.NodePodChange{Node: n, Key: o.Key(), Pod: o})
 		}
 	}

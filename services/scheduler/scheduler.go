@@ -24,6 +24,7 @@ import (
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/clock"
 	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/reconcile"
 	"github.com/homeostat/homeostat/schemas"
 )
@@ -47,6 +48,9 @@ type Config struct {
 
 // LeaseKey is the leadership lease.
 const LeaseKey = "scheduler"
+
+// byNode indexes pods by the node they are bound to.
+const byNode = "node"
 
 // Service is one scheduler replica.
 type Service struct {
@@ -133,8 +137,17 @@ func (s *Service) setup(ctx context.Context) error {
 	if s.leases, err = s.cfg.Bus.Leases(ctx); err != nil {
 		return err
 	}
-	s.router = newRouter(s.index, s.log)
+	s.router = newRouter(s.index, func(node string) bool {
+		n, _ := s.nodes.Get(node)
+		return kinds.DerivesPods(n)
+	}, s.log)
 	s.pods.SetDecoder(kinds.PodOrNil)
+	s.pods.AddIndex(byNode, func(o *object.Object) []string {
+		if n := kinds.BoundNode(o); n != "" {
+			return []string{n}
+		}
+		return nil
+	})
 	s.pods.OnChange(s.onPod)
 	s.nodes.OnChange(s.onNode)
 	return nil
@@ -175,6 +188,7 @@ func (s *Service) onPod(ch reconcile.Change) {
 }
 
 func (s *Service) onNode(ch reconcile.Change) {
+	s.router.nodeChanged(ch, func(node string) []*object.Object { return s.pods.ByIndex(byNode, node) })
 	if ch.New == nil {
 		s.cache.removeNode(ch.Old.Metadata.Name)
 		return
