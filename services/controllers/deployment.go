@@ -89,7 +89,11 @@ func (c *deployments) load(ctx context.Context, o *object.Object) (*deploymentSt
 	if err != nil {
 		return nil, reconcile.Terminal(err)
 	}
-	owned, err := claimObjects(ctx, c.rs.Store(), o, sel, c.rs.ByIndex(byNamespace, o.Metadata.Namespace))
+	// Only its own ReplicaSets and orphans can be claimed: not every one
+	// of the namespace, of which a thousand small Deployments have a
+	// thousand.
+	candidates := append(c.rs.ByIndex(byOwner, o.Metadata.UID), c.rs.ByIndex(byOrphan, o.Metadata.Namespace)...)
+	owned, err := claimObjects(ctx, c.rs.Store(), o, sel, candidates)
 	if err != nil {
 		return nil, err
 	}

@@ -181,3 +181,51 @@ func TestDeploymentProgressDeadline(t *testing.T) {
 		return c.Status == "False" && c.Reason == "ProgressDeadlineExceeded"
 	})
 }
+
+// A Deployment adopts the orphan ReplicaSets its selector matches, leaves
+// those it does not match alone, and releases one relabelled away.
+func TestDeploymentAdoptsAndReleasesReplicaSets(t *testing.T) {
+	e := newEnv(t)
+	e.controllers()
+	rs := func(name, app string) string {
+		return `apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: ` + name + `, labels: {app: ` + app + `}}
+spec:
+  replicas: 0
+  selector: {matchLabels: {app: ` + app + `}}
+  template:
+    metadata: {labels: {app: ` + app + `}}
+    spec: {containers: [{name: c, command: [sleep, "1"]}]}
+`
+	}
+	e.apply(rs("stray", "adopt"))
+	e.apply(rs("other", "elsewhere"))
+	e.apply(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: adopt}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: adopt}}
+  template:
+    metadata: {labels: {app: adopt}}
+    spec: {containers: [{name: c, command: [sleep, "1000"]}]}
+`)
+	controller := func(name string) string {
+		ref, ok := e.get("rs", name).Metadata.ControllerOf()
+		if !ok {
+			return ""
+		}
+		return ref.Kind + "/" + ref.Name
+	}
+	poll.Until(t, "the stray ReplicaSet adopted", 10*time.Second, func() bool {
+		return controller("stray") == "Deployment/adopt"
+	})
+	e.patch("rs", "stray", `{"metadata":{"labels":{"app":"gone"}}}`)
+	poll.Until(t, "the relabelled ReplicaSet released", 10*time.Second, func() bool {
+		return controller("stray") == ""
+	})
+	if c := controller("other"); c != "" {
+		t.Fatalf("a ReplicaSet the selector does not match has controller %s", c)
+	}
+}

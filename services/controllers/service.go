@@ -135,12 +135,12 @@ func (s *Service) Setup(ctx context.Context) error {
 	s.mgrReady.Store(mgr)
 	pods := mgr.Informer(s.kind("", "pods"))
 	pods.SetDecoder(kinds.PodOrNil)
-	pods.AddIndex(byNamespace, namespaceIndex)
 	pods.AddIndex(byOwner, ownerIndex)
 	pods.AddIndex(byOrphan, orphanIndex)
 	rsInf := mgr.Informer(s.kind("apps", "replicasets"))
 	rsInf.AddIndex(byNamespace, namespaceIndex)
 	rsInf.AddIndex(byOwner, ownerIndex)
+	rsInf.AddIndex(byOrphan, orphanIndex)
 	for _, setup := range []func(context.Context) error{s.setupReplicaSets, s.setupDeployments, s.setupJobs,
 		s.setupDaemonSets, s.setupGC, s.setupNamespaces, s.setupNodeLifecycle} {
 		if err := setup(ctx); err != nil {
