@@ -65,19 +65,27 @@ type NodePodChange struct {
 	Trace trace.SpanContext
 }
 
-// IndexChanges lists what a pod's change from old to next (old nil: it
-// was created; next nil: it is gone) makes of the index: a removal from
-// the node it left, and its entry on the node it is on (with trace) when
-// it arrived there or changed in what an agent acts on (kinds.SameToAgent),
+// PodChange is a pod's change as the node pod index sees it: its states
+// before and after (Old nil: it was created; New nil: it is gone) and
+// the nodes they are bound to ("" for none; see kinds.BoundNode).
+type PodChange struct {
+	Old, New         *object.Object
+	OldNode, NewNode string
+	// Trace is the trace of the write that made the change.
+	Trace trace.SpanContext
+}
+
+// IndexChanges lists what the change makes of the index: a removal from
+// the node the pod left, and its entry on the node it is on when it
+// arrived there or changed in what an agent acts on (kinds.SameToAgent),
 // and entries says that node takes entries.
-func IndexChanges(old, next *object.Object, trace trace.SpanContext, entries func(node string) bool) []NodePodChange {
-	oldNode, newNode := kinds.BoundNode(old), kinds.BoundNode(next)
+func (c PodChange) IndexChanges(entries func(node string) bool) []NodePodChange {
 	var out []NodePodChange
-	if oldNode != "" && oldNode != newNode {
-		out = append(out, NodePodChange{Node: oldNode, Key: old.Key()})
+	if c.OldNode != "" && c.OldNode != c.NewNode {
+		out = append(out, NodePodChange{Node: c.OldNode, Key: c.Old.Key()})
 	}
-	if newNode != "" && entries(newNode) && (newNode != oldNode || !kinds.SameToAgent(old, next)) {
-		out = append(out, NodePodChange{Node: newNode, Key: next.Key(), Pod: next, Trace: trace})
+	if c.NewNode != "" && entries(c.NewNode) && (c.NewNode != c.OldNode || !kinds.SameToAgent(c.Old, c.New)) {
+		out = append(out, NodePodChange{Node: c.NewNode, Key: c.New.Key(), Pod: c.New, Trace: c.Trace})
 	}
 	return out
 }

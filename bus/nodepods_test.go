@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
 )
 
@@ -50,7 +49,8 @@ func TestIndexChanges(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			for _, c := range bus.IndexChanges(tc.old, tc.next, trace.SpanContext{}, tc.entries) {
+			change := bus.PodChange{Old: tc.old, New: tc.next, OldNode: kinds.BoundNode(tc.old), NewNode: kinds.BoundNode(tc.next)}
+			for _, c := range change.IndexChanges(tc.entries) {
 				if c.Key != "ns.p" {
 					t.Fatalf("key %q, want ns.p", c.Key)
 				}

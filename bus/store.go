@@ -21,12 +21,18 @@ import (
 // Message headers Homeostat adds to the writes it makes.
 const (
 	// HeaderOp marks the write that created a key, so that watchers can tell
-	// ADDED from MODIFIED without keeping state.
+	// ADDED from MODIFIED without keeping state, and a write that changed
+	// the status alone, so that those who act on the rest can pass over it
+	// undecoded (WatchOptions.SkipStatus).
 	HeaderOp = "Homeostat-Op"
 	opCreate = "create"
-	kvOp     = "KV-Operation"
-	kvDel    = "DEL"
-	kvPurge  = "PURGE"
+	opStatus = "status"
+	// subresourceStatus names a write of the status alone to a field
+	// tracker, as the status subresource would take it.
+	subresourceStatus = "status"
+	kvOp              = "KV-Operation"
+	kvDel             = "DEL"
+	kvPurge           = "PURGE"
 )
 
 // StoreSpec describes the store of one kind.
@@ -216,7 +222,7 @@ func (s *Store) Create(ctx context.Context, o *object.Object) (*object.Object, e
 	n.Metadata.Generation = 1
 	n.Metadata.DeletionTimestamp = nil
 	n.Metadata.DeletionGracePeriodSeconds = nil
-	n = track(ctx, nil, n)
+	n = track(ctx, "", nil, n)
 	data, err := encode(n)
 	if err != nil {
 		return nil, err
@@ -332,7 +338,11 @@ func (s *Store) Update(ctx context.Context, o *object.Object, opts UpdateOptions
 	if n.Metadata.Deleting() && len(cur.Metadata.Finalizers) > 0 && len(n.Metadata.Finalizers) == 0 {
 		return s.remove(ctx, n, rev)
 	}
-	n = track(ctx, cur, n)
+	sub := ""
+	if sameSpec && object.StatusOnly(cur, n) {
+		sub = subresourceStatus
+	}
+	n = track(ctx, sub, cur, n)
 	// A write that changes nothing is not made: no new revision, no
 	// watch event, no reconcile.
 	if sameSpec && unchanged(cur, n) {
@@ -342,7 +352,11 @@ func (s *Store) Update(ctx context.Context, o *object.Object, opts UpdateOptions
 	if err != nil {
 		return nil, err
 	}
-	nrev, err := s.publish(ctx, key, data, rev, nil)
+	var hdr nats.Header
+	if sub == subresourceStatus {
+		hdr = nats.Header{HeaderOp: []string{opStatus}}
+	}
+	nrev, err := s.publish(ctx, key, data, rev, hdr)
 	if err != nil {
 		return nil, fmt.Errorf("%s %q: %w", s.spec.Resource, key, err)
 	}
@@ -538,7 +552,7 @@ func (s *Store) CreateMany(ctx context.Context, objs []*object.Object, opts Crea
 		n.Metadata.CreationTimestamp = s.now().UTC().Truncate(time.Second)
 		n.Metadata.Generation = 1
 		n.Metadata.DeletionTimestamp, n.Metadata.DeletionGracePeriodSeconds = nil, nil
-		n = track(ctx, nil, n)
+		n = track(ctx, "", nil, n)
 		data, err := encode(n)
 		if err != nil {
 			errs[i] = err

@@ -72,6 +72,10 @@ type WatchOptions struct {
 	// must not change: each change is then decoded once for them all, and
 	// Event.JSON serves its JSON, encoded once.
 	Shared bool
+	// SkipStatus leaves out, undecoded, the changes made after Synced that
+	// changed only an object's status (what the status subresource would
+	// take): for a reader that acts on the rest alone.
+	SkipStatus bool
 }
 
 func (s *Store) filter(namespace, key string) string {
@@ -112,6 +116,15 @@ func (s *Store) Watch(ctx context.Context, opts WatchOptions) (<-chan Event, err
 	decode := s.toEvent
 	if opts.Shared {
 		decode = s.sharedEvent
+	}
+	if opts.SkipStatus {
+		full := decode
+		decode = func(m rawMsg, live bool) Event {
+			if live && m.header.Get(HeaderOp) == opStatus {
+				return Event{}
+			}
+			return full(m, live)
+		}
 	}
 	return s.conn.watch(ctx, spec, opts.Buffer, opts.AfterRevision == 0, decode), nil
 }

@@ -10,9 +10,11 @@ import (
 // its metadata.managedFields, as server-side apply reads them.
 type FieldTracker interface {
 	// Track returns next with its managed fields updated for a write by
-	// manager that replaces live (nil for a create). It never fails: a
+	// manager that replaces live (nil for a create), through subresource
+	// ("status" for a write that changes the status alone, which the
+	// status subresource would take; "" otherwise). It never fails: a
 	// write it cannot type keeps the managed fields it had.
-	Track(manager string, live, next *object.Object) *object.Object
+	Track(manager, subresource string, live, next *object.Object) *object.Object
 }
 
 // Writer names who writes through a context: the controllers or a node
@@ -42,12 +44,12 @@ func WithWriter(ctx context.Context, w Writer) context.Context {
 	return context.WithValue(ctx, writerKey{}, w)
 }
 
-// track records a write of next over live (nil for a create) under the
-// writer ctx names, if any.
-func track(ctx context.Context, live, next *object.Object) *object.Object {
+// track records a write of next over live (nil for a create) through
+// subresource under the writer ctx names, if any.
+func track(ctx context.Context, subresource string, live, next *object.Object) *object.Object {
 	w, ok := ctx.Value(writerKey{}).(Writer)
 	if !ok || w.Fields == nil || w.Manager == "" {
 		return next
 	}
-	return w.Fields.Track(w.Manager, live, next)
+	return w.Fields.Track(w.Manager, subresource, live, next)
 }

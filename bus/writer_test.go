@@ -15,8 +15,8 @@ import (
 // write had a live object: enough to see the bus ask it, and with what.
 type stampTracker struct{}
 
-func (stampTracker) Track(manager string, live, next *object.Object) *object.Object {
-	next.Metadata.ManagedFields = json.RawMessage(fmt.Sprintf(`[{"manager":%q,"over":%t}]`, manager, live != nil))
+func (stampTracker) Track(manager, subresource string, live, next *object.Object) *object.Object {
+	next.Metadata.ManagedFields = json.RawMessage(fmt.Sprintf(`[{"manager":%q,"over":%t,"sub":%q}]`, manager, live != nil, subresource))
 	return next
 }
 
@@ -35,7 +35,7 @@ func TestWriterRecordsItsWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := string(stored.Metadata.ManagedFields); got != `[{"manager":"ctrl","over":false}]` {
+	if got := string(stored.Metadata.ManagedFields); got != `[{"manager":"ctrl","over":false,"sub":""}]` {
 		t.Fatalf("a create's managed fields: %s", got)
 	}
 	created.Spec = json.RawMessage(`{"size":2}`)
@@ -45,15 +45,25 @@ func TestWriterRecordsItsWrites(t *testing.T) {
 	if stored, err = s.Get(ctx, "default.a"); err != nil {
 		t.Fatal(err)
 	}
-	if got := string(stored.Metadata.ManagedFields); got != `[{"manager":"ctrl","over":true}]` {
+	if got := string(stored.Metadata.ManagedFields); got != `[{"manager":"ctrl","over":true,"sub":""}]` {
 		t.Fatalf("an update's managed fields: %s", got)
+	}
+	stored.Status = json.RawMessage(`{"ready":true}`)
+	if _, err := s.Update(ctx, stored, bus.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if stored, err = s.Get(ctx, "default.a"); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(stored.Metadata.ManagedFields); got != `[{"manager":"ctrl","over":true,"sub":"status"}]` {
+		t.Fatalf("a status update's managed fields: %s", got)
 	}
 
 	many, errs := s.CreateMany(ctx, []*object.Object{widget("default", "b", `{}`, nil)}, bus.CreateOptions{})
 	if errs[0] != nil {
 		t.Fatal(errs[0])
 	}
-	if got := string(many[0].Metadata.ManagedFields); got != `[{"manager":"ctrl","over":false}]` {
+	if got := string(many[0].Metadata.ManagedFields); got != `[{"manager":"ctrl","over":false,"sub":""}]` {
 		t.Fatalf("a pipelined create's managed fields: %s", got)
 	}
 

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -39,7 +40,8 @@ type Managers struct {
 	tc  managedfields.TypeConverter
 	fms map[managerKey]*managedfields.FieldManager
 
-	creates memo
+	creates  memo[[]metav1.ManagedFieldsEntry]
+	statuses memo[statusAnswer]
 }
 
 type managerKey struct {

@@ -60,7 +60,7 @@ const created = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-1","nam
 // field, so the bus still sees it as the no-op it is.
 func TestTrackRecordsEachWriter(t *testing.T) {
 	m := managers(t)
-	p := m.Track("homeostat-controllers", nil, pod(t, created))
+	p := m.Track("homeostat-controllers", "", nil, pod(t, created))
 	got := entries(t, p)
 	c, ok := got["homeostat-controllers/"]
 	if !ok || c.Operation != "Update" || !strings.Contains(string(c.Fields), `"f:containers"`) || !strings.Contains(string(c.Fields), `"f:app"`) {
@@ -69,7 +69,7 @@ func TestTrackRecordsEachWriter(t *testing.T) {
 
 	bound := p.Clone()
 	bound.Spec = json.RawMessage(`{"containers":[{"name":"web","command":["sleep","60"]}],"nodeName":"n1"}`)
-	bound = m.Track("homeostat-scheduler", p, bound)
+	bound = m.Track("homeostat-scheduler", fieldmanager.Subresource(p, bound), p, bound)
 	got = entries(t, bound)
 	if s, ok := got["homeostat-scheduler/"]; !ok || !strings.Contains(string(s.Fields), `"f:nodeName"`) || strings.Contains(string(s.Fields), `"f:containers"`) {
 		t.Fatalf("a binding is recorded as the scheduler's nodeName alone: %+v", got)
@@ -80,13 +80,13 @@ func TestTrackRecordsEachWriter(t *testing.T) {
 
 	running := bound.Clone()
 	running.Status = json.RawMessage(`{"phase":"Running"}`)
-	running = m.Track("homeostat-agent", bound, running)
+	running = m.Track("homeostat-agent", fieldmanager.Subresource(bound, running), bound, running)
 	got = entries(t, running)
 	if a, ok := got["homeostat-agent/status"]; !ok || !strings.Contains(string(a.Fields), `"f:phase"`) {
 		t.Fatalf("a status write is recorded with subresource status: %+v", got)
 	}
 
-	again := m.Track("homeostat-agent", running, running.Clone())
+	again := m.Track("homeostat-agent", fieldmanager.Subresource(running, running.Clone()), running, running.Clone())
 	if !object.SameJSON(again.Metadata.ManagedFields, running.Metadata.ManagedFields) {
 		t.Fatalf("a write that changes nothing changed the managed fields:\n%s\n%s", running.Metadata.ManagedFields, again.Metadata.ManagedFields)
 	}
@@ -98,10 +98,10 @@ func TestTrackRecordsEachWriter(t *testing.T) {
 // not tracked.
 func TestTrackRemembersCreates(t *testing.T) {
 	m := managers(t)
-	first := m.Track("homeostat-controllers", nil, pod(t, created))
+	first := m.Track("homeostat-controllers", "", nil, pod(t, created))
 	other := pod(t, strings.Replace(created, `"web-1"`, `"web-2"`, 1))
 	other.Metadata.UID = "another"
-	second := m.Track("homeostat-controllers", nil, other)
+	second := m.Track("homeostat-controllers", "", nil, other)
 	a, b := entries(t, first)["homeostat-controllers/"], entries(t, second)["homeostat-controllers/"]
 	if len(a.Fields) == 0 || string(a.Fields) != string(b.Fields) || len(entries(t, second)) != 1 {
 		t.Fatalf("pods alike were tracked apart:\n%s\n%s", first.Metadata.ManagedFields, second.Metadata.ManagedFields)
@@ -113,12 +113,12 @@ func TestTrackRemembersCreates(t *testing.T) {
 	if d := entries(t, direct)["homeostat-controllers/"]; string(d.Fields) != string(b.Fields) {
 		t.Fatalf("a remembered create differs from the field manager's answer:\n%s\n%s", d.Fields, b.Fields)
 	}
-	sidecar := m.Track("homeostat-controllers", nil, pod(t, strings.Replace(created, `"name":"web","command"`, `"name":"sidecar","command"`, 1)))
+	sidecar := m.Track("homeostat-controllers", "", nil, pod(t, strings.Replace(created, `"name":"web","command"`, `"name":"sidecar","command"`, 1)))
 	if s := entries(t, sidecar)["homeostat-controllers/"]; !strings.Contains(string(s.Fields), `sidecar`) {
 		t.Fatalf("another pod was given a remembered answer: %s", s.Fields)
 	}
 	ev := pod(t, `{"apiVersion":"v1","kind":"Event","metadata":{"name":"e","namespace":"default"},"reason":"Started"}`)
-	if got := m.Track("homeostat-controllers", nil, ev); len(got.Metadata.ManagedFields) != 0 {
+	if got := m.Track("homeostat-controllers", "", nil, ev); len(got.Metadata.ManagedFields) != 0 {
 		t.Fatalf("an Event was tracked: %s", got.Metadata.ManagedFields)
 	}
 }
@@ -130,11 +130,11 @@ func TestTrackKeepsWhatItCannotType(t *testing.T) {
 	m := managers(t)
 	o := pod(t, `{"apiVersion":"example.com/v1","kind":"Unknown","metadata":{"name":"x","managedFields":[{"manager":"a","operation":"Update"}]}}`)
 	before := string(o.Metadata.ManagedFields)
-	if got := m.Track("homeostat-controllers", nil, o); string(got.Metadata.ManagedFields) != before {
+	if got := m.Track("homeostat-controllers", "", nil, o); string(got.Metadata.ManagedFields) != before {
 		t.Fatalf("an untyped kind's managed fields changed: %s", got.Metadata.ManagedFields)
 	}
 	bare := pod(t, `{"apiVersion":"example.com/v1","kind":"Unknown","metadata":{"name":"y"},"spec":{"a":1}}`)
-	if got := m.Track("homeostat-controllers", nil, bare); len(got.Metadata.ManagedFields) != 0 {
+	if got := m.Track("homeostat-controllers", "", nil, bare); len(got.Metadata.ManagedFields) != 0 {
 		t.Fatalf("an untyped kind was tracked as deduced: %s", got.Metadata.ManagedFields)
 	}
 }

@@ -3,6 +3,7 @@ package fieldmanager
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,19 +14,23 @@ import (
 
 // Track records a write made through the bus by a controller or a node
 // agent under manager. A write that changes only the status (what the
-// status subresource would take) is recorded with subresource status.
+// status subresource would take; see Subresource) comes with subresource
+// status and is recorded with it.
 //
 // Events are not tracked: they are records written once, by the
 // component their source names, which no one applies, and they come at
 // the rate pods start.
-func (m *Managers) Track(manager string, live, next *object.Object) *object.Object {
+func (m *Managers) Track(manager, subresource string, live, next *object.Object) *object.Object {
 	if next.Kind == "Event" {
 		return next
 	}
 	if live == nil {
 		return m.created(manager, next)
 	}
-	return m.Update(manager, Subresource(live, next), live, next)
+	if subresource == "status" {
+		return m.statusWritten(manager, live, next)
+	}
+	return m.Update(manager, subresource, live, next)
 }
 
 // created records a create. A controller makes many objects alike (a
@@ -38,6 +43,7 @@ func (m *Managers) created(manager string, next *object.Object) *object.Object {
 		return m.Update(manager, "", nil, next)
 	}
 	if entries, ok := m.creates.get(key); ok {
+		entries = slices.Clone(entries)
 		now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
 		for i := range entries {
 			entries[i].Time = &now
@@ -78,26 +84,27 @@ func createKey(manager string, o *object.Object) ([32]byte, bool) {
 	return key, true
 }
 
-// memo holds the managed fields of recent creates, a bounded number.
-type memo struct {
+// memo holds the field manager's answers to recent writes, a bounded
+// number; what it holds is not changed.
+type memo[V any] struct {
 	mu sync.Mutex
-	m  map[[32]byte][]metav1.ManagedFieldsEntry
+	m  map[[32]byte]V
 }
 
 const memoSize = 1024
 
-func (c *memo) get(key [32]byte) ([]metav1.ManagedFieldsEntry, bool) {
+func (c *memo[V]) get(key [32]byte) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.m[key]
-	return append([]metav1.ManagedFieldsEntry(nil), e...), ok
+	v, ok := c.m[key]
+	return v, ok
 }
 
-func (c *memo) put(key [32]byte, entries []metav1.ManagedFieldsEntry) {
+func (c *memo[V]) put(key [32]byte, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil || len(c.m) >= memoSize {
-		c.m = map[[32]byte][]metav1.ManagedFieldsEntry{}
+		c.m = map[[32]byte]V{}
 	}
-	c.m[key] = entries
+	c.m[key] = v
 }

@@ -22,7 +22,7 @@ type PodIndex interface {
 
 // sharedIndex serves the pods of many nodes from one watch of every pod,
 // routing each to the node it is bound to as the node pod index would
-// (bus.IndexChanges): a host of a thousand nodes sees most pods anyway,
+// (bus.PodChange): a host of a thousand nodes sees most pods anyway,
 // and deriving its index saves the scheduler a write for each bind. It
 // keeps each node's current pods, so that a node that starts (or starts
 // again) watching gets its set, then what changes.
@@ -63,9 +63,9 @@ func newSharedIndex() *sharedIndex {
 // end.
 func (x *sharedIndex) run(ctx context.Context, pods *bus.Store) {
 	for ctx.Err() == nil {
-		ch, err := pods.Watch(ctx, bus.WatchOptions{Shared: true, Buffer: 4096})
+		ch, err := pods.Watch(ctx, bus.WatchOptions{Shared: true, SkipStatus: true, Buffer: 4096})
 		if err == nil {
-			bound := map[string]*object.Object{}
+			bound := map[string]boundPod{}
 			for ev := range ch {
 				x.derive(bound, ev)
 			}
@@ -79,30 +79,36 @@ func (x *sharedIndex) run(ctx context.Context, pods *bus.Store) {
 
 // derive routes a pod's change to the nodes it concerns; bound holds the
 // last state of each pod bound to a node, by key.
-func (x *sharedIndex) derive(bound map[string]*object.Object, ev bus.Event) {
-	var next *object.Object
+func (x *sharedIndex) derive(bound map[string]boundPod, ev bus.Event) {
+	c := bus.PodChange{Old: bound[ev.Key].pod, OldNode: bound[ev.Key].node, Trace: ev.Trace}
 	switch ev.Type {
 	case bus.Synced:
 		x.apply("", ev)
 		return
 	case bus.Added, bus.Modified:
-		next = ev.Object
+		c.New, c.NewNode = ev.Object, kinds.BoundNode(ev.Object)
 	case bus.Deleted:
 	default:
 		return // a corrupt value is the store's to report, not the nodes'
 	}
-	for _, c := range bus.IndexChanges(bound[ev.Key], next, ev.Trace, everyNode) {
-		out := bus.Event{Type: bus.Deleted, Key: c.Key, Revision: ev.Revision, Trace: c.Trace}
-		if c.Pod != nil {
-			out.Type, out.Object = ev.Type, c.Pod
+	for _, ch := range c.IndexChanges(everyNode) {
+		out := bus.Event{Type: bus.Deleted, Key: ch.Key, Revision: ev.Revision, Trace: ch.Trace}
+		if ch.Pod != nil {
+			out.Type, out.Object = ev.Type, ch.Pod
 		}
-		x.apply(c.Node, out)
+		x.apply(ch.Node, out)
 	}
-	if kinds.BoundNode(next) != "" {
-		bound[ev.Key] = next
+	if c.NewNode != "" {
+		bound[ev.Key] = boundPod{c.New, c.NewNode}
 	} else {
 		delete(bound, ev.Key)
 	}
+}
+
+// boundPod is a pod's last state and the node it is bound to.
+type boundPod struct {
+	pod  *object.Object
+	node string
 }
 
 func everyNode(string) bool { return true }

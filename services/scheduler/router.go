@@ -47,7 +47,16 @@ func (r *router) change(ch reconcile.Change) {
 		return
 	}
 	// The agent continues the trace of the write (the bind, usually).
-	r.add(bus.IndexChanges(ch.Old, ch.New, ch.Trace, func(node string) bool { return !r.derived(node) }))
+	c := bus.PodChange{Old: ch.Old, New: ch.New, OldNode: podNode(ch.OldValue), NewNode: podNode(ch.NewValue), Trace: ch.Trace}
+	r.add(c.IndexChanges(func(node string) bool { return !r.derived(node) }))
+}
+
+// podNode is the node of a pod as the scheduler's informer decoded it.
+func podNode(v any) string {
+	if p, ok := v.(*kinds.Pod); ok {
+		return p.Spec.NodeName
+	}
+	return ""
 }
 
 // nodeChanged writes the pods of a node that has come to read the index:
