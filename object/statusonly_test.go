@@ -1,0 +1,69 @@
+package object_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/homeostat/homeostat/object"
+)
+
+// TestStatusOnly: a write of the status alone, told field by field where
+// every other member is as it was, and by encoding where they differ in
+// form only.
+func TestStatusOnly(t *testing.T) {
+	yes := true
+	no := false
+	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	base := func() *object.Object {
+		return &object.Object{APIVersion: "v1", Kind: "Pod",
+			Metadata: object.Meta{Name: "p", Namespace: "ns", UID: "u", Generation: 2, ResourceVersion: "7", CreationTimestamp: created,
+				Labels: map[string]string{"a": "1"}, OwnerReferences: []object.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "r", UID: "o", Controller: &yes}},
+				Finalizers: []string{"f"}, ManagedFields: json.RawMessage(`[{"manager":"m"}]`)},
+			Spec:   json.RawMessage(`{"nodeName":"n"}`),
+			Status: json.RawMessage(`{"phase":"Pending"}`),
+			Fields: map[string]json.RawMessage{"extra": json.RawMessage(`{"x":1}`)},
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(o *object.Object)
+		want   bool
+	}{
+		{"status", func(o *object.Object) {}, true},
+		{"status, with what a store sets", func(o *object.Object) {
+			o.Metadata.ResourceVersion, o.Metadata.ManagedFields = "8", json.RawMessage(`[{"manager":"other"}]`)
+		}, true},
+		{"status, with an empty map for none", func(o *object.Object) { o.Metadata.Annotations = map[string]string{} }, true},
+		{"status, with another copy of the owner's flag", func(o *object.Object) {
+			c := true
+			o.Metadata.OwnerReferences = []object.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "r", UID: "o", Controller: &c}}
+		}, true},
+		{"status, with the creation time in another zone", func(o *object.Object) {
+			o.Metadata.CreationTimestamp = created.In(time.FixedZone("x", 3600))
+		}, false},
+		{"status, with other members spaced otherwise", func(o *object.Object) {
+			o.Spec = json.RawMessage(`{ "nodeName": "n" }`)
+			o.Fields = map[string]json.RawMessage{"extra": json.RawMessage(`{ "x": 1 }`)}
+		}, true},
+		{"a label", func(o *object.Object) { o.Metadata.Labels = map[string]string{"a": "2"} }, false},
+		{"the owner's flag", func(o *object.Object) { o.Metadata.OwnerReferences[0].Controller = &no }, false},
+		{"a finalizer", func(o *object.Object) { o.Metadata.Finalizers = nil }, false},
+		{"the deletion", func(o *object.Object) { o.Metadata.DeletionTimestamp = &created }, false},
+		{"the spec", func(o *object.Object) { o.Spec = json.RawMessage(`{"nodeName":"m"}`) }, false},
+		{"another member", func(o *object.Object) { o.Fields = nil }, false},
+	} {
+		next := base()
+		next.Status = json.RawMessage(`{"phase":"Running"}`)
+		tc.change(next)
+		if got := object.StatusOnly(base(), next); got != tc.want {
+			t.Errorf("%s: StatusOnly = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if object.StatusOnly(base(), base()) {
+		t.Error("a write that changes nothing changes the status alone")
+	}
+	if object.StatusOnly(nil, base()) {
+		t.Error("a create changes the status alone")
+	}
+}
