@@ -334,6 +334,13 @@ const (
 	FinalizerNamespace = "homeostat.io/namespace"
 )
 
+func sameStatus(a, b stdjson.RawMessage) bool {
+	if isNullish(a) || isNullish(b) {
+		return isNullish(a) && isNullish(b)
+	}
+	return SameEncoding(a, b)
+}
+
 // sameOutsideStatus reports whether a and b, whose specs are alike, hold
 // the same values in every member a store does not set but the status.
 // Where it says no, their encodings may still agree (an empty map for
@@ -373,9 +380,11 @@ func sameOwnerReference(a, b OwnerReference) bool {
 
 // StatusOnly reports whether next differs from live in its status and in
 // nothing else but what a store sets (resourceVersion, managed fields):
-// the write the status subresource would make.
+// the write the status subresource would make. Statuses differ as a
+// store tells writes apart (SameEncoding): the same status spelled at
+// another length counts as changed, as the store then writes it.
 func StatusOnly(live, next *Object) bool {
-	if live == nil || SameJSON(live.Status, next.Status) || !SameJSON(live.Spec, next.Spec) {
+	if live == nil || !SameJSON(live.Spec, next.Spec) || sameStatus(live.Status, next.Status) {
 		return false
 	}
 	// Most writes of a status alone leave every other member as it was:

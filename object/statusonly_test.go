@@ -67,3 +67,26 @@ func TestStatusOnly(t *testing.T) {
 		t.Error("a create changes the status alone")
 	}
 }
+
+// TestStatusOnlyTellsStatusesApartAsTheStoreDoes: the same status spelled
+// at another length is a change, as the store writes it; spelled at the
+// same length, or as none in another form, it is not.
+func TestStatusOnlyTellsStatusesApartAsTheStoreDoes(t *testing.T) {
+	pod := func(status string) *object.Object {
+		return &object.Object{APIVersion: "v1", Kind: "Pod", Metadata: object.Meta{Name: "p"}, Status: json.RawMessage(status)}
+	}
+	for _, tc := range []struct {
+		live, next string
+		want       bool
+	}{
+		{`{"a":1,"b":2}`, `{"b":2,"a":1}`, false},
+		{`{"a":1}`, `{ "a": 1 }`, true},
+		{``, `{}`, false},
+		{`null`, ``, false},
+		{``, `{"a":1}`, true},
+	} {
+		if got := object.StatusOnly(pod(tc.live), pod(tc.next)); got != tc.want {
+			t.Errorf("status %s to %s: StatusOnly = %v, want %v", tc.live, tc.next, got, tc.want)
+		}
+	}
+}
