@@ -6,6 +6,7 @@ package kinds
 
 import (
 	"bytes"
+	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -347,7 +348,12 @@ func BoundNode(o *object.Object) string {
 	if o == nil || len(o.Spec) == 0 {
 		return ""
 	}
-	d := jsontext.NewDecoder(bytes.NewReader(o.Spec))
+	r := specReaders.Get().(*specReader)
+	defer specReaders.Put(r)
+	r.src.Reset(o.Spec)
+	// Names are not checked for duplicates: that was half its cost.
+	r.dec.Reset(&r.src, jsontext.AllowDuplicateNames(true))
+	d := &r.dec
 	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
 		return ""
 	}
@@ -370,6 +376,15 @@ func BoundNode(o *object.Object) string {
 	}
 	return ""
 }
+
+// specReader reads a spec's top level; they are kept for reuse, as their
+// buffers are most of what reading one allocates.
+type specReader struct {
+	src bytes.Reader
+	dec jsontext.Decoder
+}
+
+var specReaders = sync.Pool{New: func() any { return new(specReader) }}
 
 // SameToAgent reports whether two states of a pod (either nil) differ
 // only in what its node's agent does not act on: it acts on which pod it
