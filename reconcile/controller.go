@@ -202,6 +202,7 @@ func (c *Controller) handle(ctx context.Context, d *bus.Delivery) {
 	cancel(nil)
 	stop()
 	elapsed := time.Since(start)
+	c.enq.passed(d.Key, elapsed)
 	result := c.settle(sctx, d, res, err, traceID, rev)
 	c.recordHistory(entry, elapsed, res, err, changes.Summary())
 	span.SetAttributes(attribute.String("result", result))

@@ -18,6 +18,10 @@ import (
 // revision per resource that triggered it and the trace context of the
 // first trigger. When the bus refuses the writes, it keeps them and tries
 // again with a growing pause.
+//
+// A key whose last pass took long waits longer (foldFor): a ReplicaSet of
+// ten thousand pods reads them all on every pass, and while they start,
+// each pass was followed by the next as soon as the fold allowed.
 type enqueuer struct {
 	q     *bus.Queue
 	every time.Duration
@@ -26,16 +30,36 @@ type enqueuer struct {
 
 	mu      sync.Mutex
 	pending map[string]*pendingKey
-	kick    chan struct{}
+	// wake is when the earliest pending key is due (zero: none pending).
+	wake time.Time
+	// costs holds the last pass of the keys whose passes take long.
+	costs map[string]time.Duration
+	kick  chan struct{}
 }
 
 type pendingKey struct {
 	revs  map[string]uint64
 	trace trace.SpanContext
+	due   time.Time
+}
+
+// Pacing by a key's cost: the fold before its next pass is passCostFactor
+// times its last pass, at most maxFold.
+const (
+	passCostFactor = 4
+	maxFold        = 250 * time.Millisecond
+)
+
+// foldFor is how long an addition of a key waits for others to fold into
+// it, given its last pass: every, or longer for a key whose passes take
+// long, so that one key takes at most a fifth of a worker's time.
+func foldFor(every, lastPass time.Duration) time.Duration {
+	return max(every, min(passCostFactor*lastPass, maxFold))
 }
 
 func newEnqueuer(q *bus.Queue, every time.Duration, name string, log *slog.Logger) *enqueuer {
-	return &enqueuer{q: q, every: every, name: name, log: log, pending: map[string]*pendingKey{}, kick: make(chan struct{}, 1)}
+	return &enqueuer{q: q, every: every, name: name, log: log, pending: map[string]*pendingKey{},
+		costs: map[string]time.Duration{}, kick: make(chan struct{}, 1)}
 }
 
 // add schedules key; resource and rev (when set) must be in the worker's
@@ -43,58 +67,91 @@ func newEnqueuer(q *bus.Queue, every time.Duration, name string, log *slog.Logge
 func (e *enqueuer) add(key, resource string, rev uint64, sc trace.SpanContext) {
 	e.mu.Lock()
 	p := e.pending[key]
+	sooner := false
 	if p == nil {
-		p = &pendingKey{revs: map[string]uint64{}, trace: sc}
+		due := time.Now().Add(foldFor(e.every, e.costs[key]))
+		p = &pendingKey{revs: map[string]uint64{}, trace: sc, due: due}
 		e.pending[key] = p
+		if e.wake.IsZero() || due.Before(e.wake) {
+			e.wake, sooner = due, true
+		}
 	}
 	if resource != "" && rev > p.revs[resource] {
 		p.revs[resource] = rev
 	}
-	n := len(e.pending)
 	e.mu.Unlock()
-	if n == 1 {
+	if sooner {
 		select {
 		case e.kick <- struct{}{}:
 		default:
 		}
 	}
+}
+
+// passed records how long a pass of key took.
+func (e *enqueuer) passed(key string, took time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if foldFor(e.every, took) == e.every {
+		delete(e.costs, key)
+		return
+	}
+	e.costs[key] = took
 }
 
 func (e *enqueuer) run(ctx context.Context) {
 	retry := clock.Pace{First: e.every, Max: unavailableRetry}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			e.flush(context.WithoutCancel(ctx))
+			e.flush(context.WithoutCancel(ctx), time.Time{})
 			return
 		case <-e.kick:
+		case <-timer.C:
 		}
-		// Wait a moment so that a burst folds into one write per key.
-		if !clock.Sleep(ctx, e.every) {
-			e.flush(context.WithoutCancel(ctx))
-			return
-		}
-		if e.flush(ctx) {
-			retry.Reset()
+		e.mu.Lock()
+		wake := e.wake
+		e.mu.Unlock()
+		if wait := time.Until(wake); wake.IsZero() || wait > 0 {
+			if !wake.IsZero() {
+				timer.Reset(wait)
+			}
 			continue
 		}
-		if !retry.Wait(ctx) {
-			e.flush(context.WithoutCancel(ctx))
+		// Keys due within half a fold go too, so that a burst is one
+		// write of many keys.
+		if e.flush(ctx, time.Now().Add(e.every/2)) {
+			retry.Reset()
+		} else if !retry.Wait(ctx) {
+			e.flush(context.WithoutCancel(ctx), time.Time{})
 			return
 		}
-		select {
-		case e.kick <- struct{}{}:
-		default:
+		e.mu.Lock()
+		wake = e.wake
+		e.mu.Unlock()
+		if !wake.IsZero() {
+			timer.Reset(max(time.Until(wake), 0))
 		}
 	}
 }
 
-// flush writes what is pending and reports whether the queue took it;
-// what it did not take stays pending.
-func (e *enqueuer) flush(ctx context.Context) bool {
+// flush writes the pending keys due by until (zero: every one) and
+// reports whether the queue took them; what it did not take stays
+// pending.
+func (e *enqueuer) flush(ctx context.Context, until time.Time) bool {
 	e.mu.Lock()
-	batch := e.pending
-	e.pending = map[string]*pendingKey{}
+	batch := map[string]*pendingKey{}
+	e.wake = time.Time{}
+	for key, p := range e.pending {
+		if until.IsZero() || !p.due.After(until) {
+			batch[key] = p
+			delete(e.pending, key)
+		} else if e.wake.IsZero() || p.due.Before(e.wake) {
+			e.wake = p.due
+		}
+	}
 	e.mu.Unlock()
 	if len(batch) == 0 {
 		return true
