@@ -40,8 +40,8 @@ type Managers struct {
 	tc  managedfields.TypeConverter
 	fms map[managerKey]*managedfields.FieldManager
 
-	creates  memo[[]metav1.ManagedFieldsEntry]
-	statuses memo[statusAnswer]
+	creates memo[[]metav1.ManagedFieldsEntry]
+	updates memo[answer]
 }
 
 type managerKey struct {

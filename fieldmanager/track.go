@@ -27,10 +27,7 @@ func (m *Managers) Track(manager, subresource string, live, next *object.Object)
 	if live == nil {
 		return m.created(manager, next)
 	}
-	if subresource == "status" {
-		return m.statusWritten(manager, live, next)
-	}
-	return m.Update(manager, subresource, live, next)
+	return m.updated(manager, subresource, live, next)
 }
 
 // created records a create. A controller makes many objects alike (a

@@ -15,8 +15,6 @@ package object
 import (
 	"bytes"
 	stdjson "encoding/json"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -339,43 +337,6 @@ func sameStatus(a, b stdjson.RawMessage) bool {
 		return isNullish(a) && isNullish(b)
 	}
 	return SameEncoding(a, b)
-}
-
-// sameOutsideStatus reports whether a and b, whose specs are alike, hold
-// the same values in every member a store does not set but the status.
-// Where it says no, their encodings may still agree (an empty map for
-// none, times apart by less than a second).
-func sameOutsideStatus(a, b *Object) bool {
-	ma, mb := &a.Metadata, &b.Metadata
-	return a.APIVersion == b.APIVersion && a.Kind == b.Kind &&
-		ma.Name == mb.Name && ma.GenerateName == mb.GenerateName && ma.Namespace == mb.Namespace && ma.UID == mb.UID &&
-		ma.Generation == mb.Generation && sameTime(ma.CreationTimestamp, mb.CreationTimestamp) &&
-		samePtr(ma.DeletionTimestamp, mb.DeletionTimestamp, sameTime) &&
-		samePtr(ma.DeletionGracePeriodSeconds, mb.DeletionGracePeriodSeconds, func(x, y int64) bool { return x == y }) &&
-		maps.Equal(ma.Labels, mb.Labels) && maps.Equal(ma.Annotations, mb.Annotations) &&
-		slices.EqualFunc(ma.OwnerReferences, mb.OwnerReferences, sameOwnerReference) &&
-		slices.Equal(ma.Finalizers, mb.Finalizers) &&
-		maps.EqualFunc(a.Fields, b.Fields, func(x, y stdjson.RawMessage) bool { return SameJSON(x, y) })
-}
-
-// sameTime reports times that encode alike: one instant, one offset.
-func sameTime(a, b time.Time) bool {
-	_, oa := a.Zone()
-	_, ob := b.Zone()
-	return a.Equal(b) && oa == ob
-}
-
-func samePtr[T any](a, b *T, same func(T, T) bool) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return same(*a, *b)
-}
-
-func sameOwnerReference(a, b OwnerReference) bool {
-	eq := func(x, y bool) bool { return x == y }
-	return a.APIVersion == b.APIVersion && a.Kind == b.Kind && a.Name == b.Name && a.UID == b.UID &&
-		samePtr(a.Controller, b.Controller, eq) && samePtr(a.BlockOwnerDeletion, b.BlockOwnerDeletion, eq)
 }
 
 // StatusOnly reports whether next differs from live in its status and in

@@ -90,3 +90,34 @@ func TestStatusOnlyTellsStatusesApartAsTheStoreDoes(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffering: the members a write changes, each with both values, and
+// none that differ in form only or that a store sets.
+func TestDiffering(t *testing.T) {
+	live := &object.Object{APIVersion: "v1", Kind: "Pod",
+		Metadata: object.Meta{Name: "p", ResourceVersion: "1", Labels: map[string]string{"a": "1"}, ManagedFields: json.RawMessage(`[]`)},
+		Spec:     json.RawMessage(`{"x":1}`), Status: json.RawMessage(`{"phase":"Pending"}`),
+		Fields: map[string]json.RawMessage{"data": json.RawMessage(`{"k":"v"}`), "gone": json.RawMessage(`1`)}}
+	next := live.Clone()
+	next.Metadata.ResourceVersion, next.Metadata.ManagedFields = "2", json.RawMessage(`[{"manager":"m"}]`)
+	next.Metadata.Labels = map[string]string{"a": "2"}
+	next.Spec = json.RawMessage(`{ "x": 1 }`)
+	next.Status = json.RawMessage(`{"phase":"Running"}`)
+	next.Fields = map[string]json.RawMessage{"data": json.RawMessage(`{"k":"v"}`), "new": json.RawMessage(`2`)}
+	var got []string
+	for _, p := range object.Differing(live, next) {
+		got = append(got, p.Name+" "+string(p.Live)+" "+string(p.Next))
+	}
+	want := []string{`metadata.labels {"a":"1"} {"a":"2"}`, `status {"phase":"Pending"} {"phase":"Running"}`, `fields.gone 1 `, `fields.new  2`}
+	if len(got) != len(want) {
+		t.Fatalf("Differing = %q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("Differing = %q, want %q", got, want)
+		}
+	}
+	if d := object.Differing(live, live.Clone()); len(d) != 0 {
+		t.Fatalf("an object differs from its copy in %v", d)
+	}
+}

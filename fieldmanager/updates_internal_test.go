@@ -40,13 +40,15 @@ func aged(t *testing.T, o *object.Object, at time.Time) *object.Object {
 	return o
 }
 
-// TestStatusAnswersAreTheFieldManagers: a status write recorded from a
+// TestRememberedAnswersAreTheFieldManagers: an update recorded from a
 // remembered answer gets the managed fields the field manager itself
 // gives — owners, fields, each entry's time and their order — for two
 // ReplicaSets alike but for their names and the times of their writes,
 // through status fields added, changed, removed and taken by another
-// writer; and the second ReplicaSet's writes are answered from memory.
-func TestStatusAnswersAreTheFieldManagers(t *testing.T) {
+// writer, annotations written with the status, and a list of the spec
+// changed by key; and the second ReplicaSet's writes are answered from
+// memory.
+func TestRememberedAnswersAreTheFieldManagers(t *testing.T) {
 	reg, err := schemas.New()
 	if err != nil {
 		t.Fatal(err)
@@ -60,13 +62,27 @@ func TestStatusAnswersAreTheFieldManagers(t *testing.T) {
 		}
 		return m.Track("homeostat-controllers", "", nil, o)
 	}
-	steps := []struct{ manager, status string }{
-		{"homeostat-controllers", `{"replicas":10}`},
-		{"homeostat-controllers", `{"replicas":10,"readyReplicas":3}`},
-		{"homeostat-controllers", `{"replicas":10,"readyReplicas":3,"availableReplicas":3,"conditions":[{"type":"ReplicaFailure","status":"True","reason":"x"}]}`},
-		{"someone-else", `{"replicas":10,"readyReplicas":4,"availableReplicas":3,"conditions":[{"type":"ReplicaFailure","status":"True","reason":"x"}]}`},
-		{"homeostat-controllers", `{"replicas":10,"readyReplicas":5,"availableReplicas":5}`},
-		{"homeostat-controllers", `{"replicas":10}`},
+	status := func(s string) func(o *object.Object) { return func(o *object.Object) { o.Status = json.RawMessage(s) } }
+	steps := []struct {
+		manager, sub string
+		change       func(o *object.Object)
+	}{
+		{"homeostat-controllers", "status", status(`{"replicas":10}`)},
+		{"homeostat-controllers", "status", status(`{"replicas":10,"readyReplicas":3}`)},
+		{"homeostat-controllers", "", func(o *object.Object) {
+			o.Metadata.Annotations = map[string]string{"replicaset.homeostat.io/settled": "1"}
+			o.Status = json.RawMessage(`{"replicas":10,"readyReplicas":3,"availableReplicas":3,"conditions":[{"type":"ReplicaFailure","status":"True","reason":"x"}]}`)
+		}},
+		{"someone-else", "status", status(`{"replicas":10,"readyReplicas":4,"availableReplicas":3,"conditions":[{"type":"ReplicaFailure","status":"True","reason":"x"}]}`)},
+		{"homeostat-controllers", "status", status(`{"replicas":10,"readyReplicas":5,"availableReplicas":5}`)},
+		{"someone-else", "", func(o *object.Object) {
+			o.Spec = json.RawMessage(`{"replicas":10,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"web","command":["sleep","60"]},{"name":"side","command":["sleep","1"]}]}}}`)
+		}},
+		{"homeostat-controllers", "", func(o *object.Object) {
+			o.Spec = json.RawMessage(`{"replicas":10,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"side","command":["sleep","2"]}]}}}`)
+			o.Metadata.Generation++
+		}},
+		{"homeostat-controllers", "status", status(`{"replicas":10}`)},
 	}
 	objects := map[string]*object.Object{"a": rs("a"), "b": rs("b")}
 	epochs := map[string]time.Time{"a": time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), "b": time.Date(2021, 6, 1, 0, 0, 0, 0, time.UTC)}
@@ -75,17 +91,17 @@ func TestStatusAnswersAreTheFieldManagers(t *testing.T) {
 		for _, name := range []string{"a", "b"} {
 			live := aged(t, objects[name], epochs[name].Add(time.Duration(i)*time.Hour))
 			next := live.Clone()
-			next.Status = json.RawMessage(step.status)
+			step.change(next)
 			before := decodeEntries(t, live)
-			if key, ok := statusKey(step.manager, live, next, before); ok && name == "b" {
-				if _, ok := m.statuses.get(key); ok {
+			if key, ok := updateKey(step.manager, step.sub, live, next, before); ok && name == "b" {
+				if _, ok := m.updates.get(key); ok {
 					hits++
 				} else {
 					t.Logf("step %d: the second ReplicaSet's write not answered from memory", i)
 				}
 			}
-			want := decodeEntries(t, m.Update(step.manager, "status", live, next.Clone()))
-			got := m.Track(step.manager, "status", live, next.Clone())
+			want := decodeEntries(t, m.Update(step.manager, step.sub, live, next.Clone()))
+			got := m.Track(step.manager, step.sub, live, next.Clone())
 			gotEntries := decodeEntries(t, got)
 			if len(gotEntries) != len(want) {
 				t.Fatalf("step %d, %s: %d entries, want %d:\n%s", i, name, len(gotEntries), len(want), got.Metadata.ManagedFields)
@@ -111,6 +127,19 @@ func TestStatusAnswersAreTheFieldManagers(t *testing.T) {
 		}
 	}
 	if hits != len(steps) {
-		t.Fatalf("%d of the second ReplicaSet's %d status writes answered from memory", hits, len(steps))
+		t.Fatalf("%d of the second ReplicaSet's %d writes answered from memory", hits, len(steps))
+	}
+	// A third, whose first write changes other fields than the first
+	// two's did, is not answered with theirs.
+	live := aged(t, rs("c"), epochs["a"])
+	next := live.Clone()
+	next.Status = json.RawMessage(`{"readyReplicas":1}`)
+	got := decodeEntries(t, m.Track("homeostat-controllers", "status", live, next.Clone()))
+	want := decodeEntries(t, m.Update("homeostat-controllers", "status", live, next.Clone()))
+	for _, w := range want {
+		j := slices.IndexFunc(got, func(g metav1.ManagedFieldsEntry) bool { return identityOf(g) == identityOf(w) })
+		if j < 0 || !object.SameJSON(got[j].FieldsV1.Raw, w.FieldsV1.Raw) {
+			t.Fatalf("another change was answered as the first: %+v, want %+v", got, want)
+		}
 	}
 }
