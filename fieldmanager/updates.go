@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"time"
 
@@ -42,7 +43,8 @@ func (m *Managers) updated(manager, subresource string, live, next *object.Objec
 	if !ok || len(before) > maxRemembered {
 		return m.Update(manager, subresource, live, next)
 	}
-	key, ok := updateKey(manager, subresource, live, next, before)
+	parts := object.Differing(live, next)
+	key, ok := updateKey(manager, subresource, live, next, before, parts)
 	if !ok {
 		return m.Update(manager, subresource, live, next)
 	}
@@ -56,7 +58,7 @@ func (m *Managers) updated(manager, subresource string, live, next *object.Objec
 	next = m.Update(manager, subresource, live, next)
 	var after []metav1.ManagedFieldsEntry
 	if json.Unmarshal(next.Metadata.ManagedFields, &after) == nil {
-		if a, ok := remember(writerOf(manager, subresource), before, after, asked); ok {
+		if a, ok := remember(writerOf(manager, subresource), before, after, asked, changesFields(parts)); ok {
 			m.updates.put(key, a)
 		}
 	}
@@ -81,7 +83,7 @@ func replaced(live, next *object.Object) ([]metav1.ManagedFieldsEntry, bool) {
 // the kind, the replaced entries without their times, and each part of
 // the object that differs, whole on both sides (a list compares by its
 // items' keys, which only the whole part tells).
-func updateKey(manager, subresource string, live, next *object.Object, before []metav1.ManagedFieldsEntry) ([32]byte, bool) {
+func updateKey(manager, subresource string, live, next *object.Object, before []metav1.ManagedFieldsEntry, parts []object.Part) ([32]byte, bool) {
 	if live.APIVersion != next.APIVersion || live.Kind != next.Kind {
 		return [32]byte{}, false
 	}
@@ -101,7 +103,7 @@ func updateKey(manager, subresource string, live, next *object.Object, before []
 		}
 	}
 	write([]byte(manager), []byte(subresource), []byte(next.APIVersion), []byte(next.Kind), mf)
-	for _, p := range object.Differing(live, next) {
+	for _, p := range parts {
 		write([]byte(p.Name), p.Live, p.Next)
 	}
 	var key [32]byte
@@ -123,12 +125,14 @@ func writerOf(manager, subresource string) identity {
 }
 
 // remember makes an answer of the field manager's, after, to an update by
-// writer over entries before, asked at (or just before) asked.
-// Each entry's time must be told apart: kept from before, or the present
-// for the writer's own. When the writer's entry has the time it had and
-// that time is not before asked, which it is cannot be told, and the
+// writer over entries before, asked at (or just before) asked. Each
+// entry's time must be told apart: kept from before, or the present for
+// the writer's own. When the writer's entry has the time it had and that
+// time is not before asked, the field manager may have moved it to the
+// present or not: it did if the update added or changed a field it
+// records (changed), and otherwise which it is cannot be told, and the
 // answer is not kept.
-func remember(writer identity, before, after []metav1.ManagedFieldsEntry, asked time.Time) (answer, bool) {
+func remember(writer identity, before, after []metav1.ManagedFieldsEntry, asked time.Time, changed bool) (answer, bool) {
 	had := map[identity]*metav1.Time{}
 	for _, e := range before {
 		had[identityOf(e)] = e.Time
@@ -139,10 +143,11 @@ func remember(writer identity, before, after []metav1.ManagedFieldsEntry, asked 
 		old, found := had[id]
 		sameTime := found && (old == nil) == (e.Time == nil) && (old == nil || old.Equal(e.Time))
 		mine := id.manager == writer.manager && id.operation == writer.operation && id.subresource == writer.subresource
+		recent := sameTime && (old == nil || !old.Time.Before(asked))
 		switch {
-		case mine && sameTime && (old == nil || !old.Time.Before(asked)):
+		case mine && recent && !changed:
 			return answer{}, false
-		case mine && !sameTime:
+		case mine && (!sameTime || recent):
 			a.now[i] = true
 		case !sameTime:
 			return answer{}, false // the field manager retimed another's entry: not this model
@@ -150,6 +155,54 @@ func remember(writer identity, before, after []metav1.ManagedFieldsEntry, asked 
 		a.entries[i].Time = nil
 	}
 	return a, true
+}
+
+// unrecorded are the members the field manager strips from what it
+// records (stripMetaManager): a change of theirs moves no entry's time.
+var unrecorded = map[string]bool{"metadata.name": true, "metadata.namespace": true, "metadata.uid": true,
+	"metadata.generation": true, "metadata.creationTimestamp": true}
+
+// changesFields reports an update that surely adds or changes a field
+// the field manager records: a member that differs holds, in the new
+// object, a value the old one lacks or holds otherwise, found through
+// objects alone. Under a list it cannot tell (a list of items by key may
+// only have lost some, which changes no field), nor for a removal.
+func changesFields(parts []object.Part) bool {
+	for _, p := range parts {
+		if unrecorded[p.Name] {
+			continue
+		}
+		var l, n any
+		if json.Unmarshal(p.Next, &n) != nil {
+			continue
+		}
+		if len(p.Live) == 0 || json.Unmarshal(p.Live, &l) != nil {
+			l = nil
+		}
+		if adds(l, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// adds reports whether n holds, through objects alone, a value l does
+// not: a scalar other than null that l lacks or holds otherwise.
+func adds(l, n any) bool {
+	switch nv := n.(type) {
+	case map[string]any:
+		lm, _ := l.(map[string]any)
+		for k, v := range nv {
+			if adds(lm[k], v) {
+				return true
+			}
+		}
+		return false
+	case []any, nil:
+		return false
+	default:
+		return !reflect.DeepEqual(l, n)
+	}
 }
 
 // fill fills in the times of a remembered answer against the entries it

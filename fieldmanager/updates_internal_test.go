@@ -93,7 +93,7 @@ func TestRememberedAnswersAreTheFieldManagers(t *testing.T) {
 			next := live.Clone()
 			step.change(next)
 			before := decodeEntries(t, live)
-			if key, ok := updateKey(step.manager, step.sub, live, next, before); ok && name == "b" {
+			if key, ok := updateKey(step.manager, step.sub, live, next, before, object.Differing(live, next)); ok && name == "b" {
 				if _, ok := m.updates.get(key); ok {
 					hits++
 				} else {
@@ -129,6 +129,36 @@ func TestRememberedAnswersAreTheFieldManagers(t *testing.T) {
 	if hits != len(steps) {
 		t.Fatalf("%d of the second ReplicaSet's %d writes answered from memory", hits, len(steps))
 	}
+	// Two more write twice within the second, as controllers do: the
+	// first's second write, new, is answered by the field manager and
+	// remembered (it changes a field, so the writer's entry took the
+	// present), the other's from memory.
+	for i, name := range []string{"f", "g"} {
+		cur := rs(name)
+		for _, st := range []string{`{"replicas":10}`, `{"replicas":7,"readyReplicas":2}`} {
+			next := cur.Clone()
+			next.Status = json.RawMessage(st)
+			before := decodeEntries(t, cur)
+			key, _ := updateKey("homeostat-controllers", "status", cur, next, before, object.Differing(cur, next))
+			_, remembered := m.updates.get(key)
+			want := decodeEntries(t, m.Update("homeostat-controllers", "status", cur, next.Clone()))
+			got := m.Track("homeostat-controllers", "status", cur, next.Clone())
+			gotEntries := decodeEntries(t, got)
+			for _, w := range want {
+				j := slices.IndexFunc(gotEntries, func(g metav1.ManagedFieldsEntry) bool { return identityOf(g) == identityOf(w) })
+				if j < 0 || !object.SameJSON(gotEntries[j].FieldsV1.Raw, w.FieldsV1.Raw) {
+					t.Fatalf("%s, status %s: %+v, want %+v", name, st, gotEntries, want)
+				}
+				if d := gotEntries[j].Time.Sub(w.Time.Time); d < -time.Second || d > time.Second {
+					t.Fatalf("%s, status %s: %+v written at %s, want %s", name, st, identityOf(w), gotEntries[j].Time, w.Time)
+				}
+			}
+			if i == 1 && !remembered {
+				t.Fatalf("%s, status %s: not answered from memory", name, st)
+			}
+			cur = got
+		}
+	}
 	// A third, whose first write changes other fields than the first
 	// two's did, is not answered with theirs.
 	live := aged(t, rs("c"), epochs["a"])
@@ -140,6 +170,34 @@ func TestRememberedAnswersAreTheFieldManagers(t *testing.T) {
 		j := slices.IndexFunc(got, func(g metav1.ManagedFieldsEntry) bool { return identityOf(g) == identityOf(w) })
 		if j < 0 || !object.SameJSON(got[j].FieldsV1.Raw, w.FieldsV1.Raw) {
 			t.Fatalf("another change was answered as the first: %+v, want %+v", got, want)
+		}
+	}
+}
+
+// TestChangesFields: an update surely changes a recorded field when, in
+// objects alone, it adds or changes a value; not for a removal, a list,
+// a null, or a member the field manager does not record.
+func TestChangesFields(t *testing.T) {
+	part := func(name, live, next string) object.Part {
+		return object.Part{Name: name, Live: []byte(live), Next: []byte(next)}
+	}
+	for _, tc := range []struct {
+		name  string
+		parts []object.Part
+		want  bool
+	}{
+		{"a value changed", []object.Part{part("status", `{"a":1}`, `{"a":2}`)}, true},
+		{"a value added", []object.Part{part("status", `{"a":1}`, `{"a":1,"b":{"c":"x"}}`)}, true},
+		{"from none", []object.Part{part("status", ``, `{"a":1}`)}, true},
+		{"a value removed", []object.Part{part("status", `{"a":1,"b":2}`, `{"a":1}`)}, false},
+		{"a list changed", []object.Part{part("status", `{"l":[{"k":"1"},{"k":"2"}]}`, `{"l":[{"k":"1"}]}`)}, false},
+		{"an empty map added", []object.Part{part("status", `{}`, `{"m":{}}`)}, false},
+		{"a null added", []object.Part{part("status", `{}`, `{"m":null}`)}, false},
+		{"an unrecorded member", []object.Part{part("metadata.generation", `1`, `2`)}, false},
+		{"an annotation", []object.Part{part("metadata.generation", `1`, `2`), part("metadata.annotations", `null`, `{"a":"b"}`)}, true},
+	} {
+		if got := changesFields(tc.parts); got != tc.want {
+			t.Errorf("%s: changesFields = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

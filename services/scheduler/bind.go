@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -115,7 +116,7 @@ func (s *Service) bind(ctx context.Context, j bindJob) error {
 		if !ok {
 			return errGone
 		}
-		p, err := kinds.DecodePod(cur)
+		p, err := s.decoded(j.key, cur)
 		if err != nil {
 			return err
 		}
@@ -123,16 +124,19 @@ func (s *Service) bind(ctx context.Context, j bindJob) error {
 			return errGone
 		}
 		n := cur.Clone()
-		p.Spec.NodeName = j.node
-		if err := n.SetSpec(p.Spec); err != nil {
+		// p may be the informer's: what changes is copied first.
+		spec, status := p.Spec, p.Status
+		spec.NodeName = j.node
+		if err := n.SetSpec(spec); err != nil {
 			return err
 		}
 		now := time.Now().UTC().Truncate(time.Second)
-		object.SetCondition(&p.Status.Conditions, object.Condition{Type: kinds.PodScheduled, Status: object.ConditionTrue}, now)
-		if p.Status.Phase == "" {
-			p.Status.Phase = kinds.PodPending
+		status.Conditions = slices.Clone(status.Conditions)
+		object.SetCondition(&status.Conditions, object.Condition{Type: kinds.PodScheduled, Status: object.ConditionTrue}, now)
+		if status.Phase == "" {
+			status.Phase = kinds.PodPending
 		}
-		if err := n.SetStatus(p.Status); err != nil {
+		if err := n.SetStatus(status); err != nil {
 			return err
 		}
 		bound, err := s.pods.Store().Update(ctx, n, bus.UpdateOptions{Current: cur})
@@ -154,6 +158,17 @@ func (s *Service) bind(ctx context.Context, j bindJob) error {
 		}
 	}
 	return bus.ErrConflict
+}
+
+// decoded is cur decoded: the informer's decoding when it holds cur, which
+// must not be changed.
+func (s *Service) decoded(key string, cur *object.Object) (*kinds.Pod, error) {
+	if v, ok := s.pods.Value(key); ok {
+		if p, ok := v.(*kinds.Pod); ok && p.Object == cur {
+			return p, nil
+		}
+	}
+	return kinds.DecodePod(cur)
 }
 
 // unschedulable reports why, once per distinct message.
