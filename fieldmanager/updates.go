@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,23 +15,28 @@ import (
 )
 
 // What the field manager makes of an update depends on the writer, the
-// kind, the managed fields it replaces and the parts of the object that
+// kind, the managed fields it replaces and the members of the object that
 // differ, alone: the fields it compares are those that differ, and the
-// others keep their owners. Controllers make the same changes to many
-// objects (a thousand ReplicaSets of ten going from 3 ready pods to 4,
-// each settling its slots), so answers are remembered under those, with
-// each part that differs whole on both sides and the times of the managed
-// fields left out. The times are the only part of an answer that comes
-// from elsewhere: an entry keeps the time it had in the fields replaced,
-// and the writer's own takes the present when the write changed fields of
-// its (which the field manager tells by moving it).
+// others keep their owners (subtrees.go). Controllers make the same
+// changes to many objects (a thousand ReplicaSets of ten going from 3
+// ready pods to 4, each settling its slots), so answers are remembered
+// under those: each member that differs, whole on both sides, and each
+// entry's fields under those members, without the entries' times. The
+// times come back as the field manager sets them: an entry keeps the time
+// it had, and the writer's own takes the present when the update changed
+// fields of its (which the field manager tells by moving it).
 
-// answer is a remembered answer: its entries, each with its time taken
-// from the entry of the same identity replaced or, where now is set, from
-// the present.
+// answer is a remembered answer: for each entry of the field manager's,
+// its fields under the members changed, and whether its time is the
+// present; the other entries of an object keep theirs.
 type answer struct {
-	entries []metav1.ManagedFieldsEntry
-	now     []bool
+	entries map[identity]answerEntry
+}
+
+type answerEntry struct {
+	apiVersion, fieldsType string
+	inside                 map[string]any // by fieldsPath, joined with "/"
+	now                    bool
 }
 
 // maxRemembered bounds the entries of an answer remembered: past ten
@@ -40,29 +46,43 @@ const maxRemembered = 8
 // updated records an update, from memory when the same change was seen.
 func (m *Managers) updated(manager, subresource string, live, next *object.Object) *object.Object {
 	before, ok := replaced(live, next)
-	if !ok || len(before) > maxRemembered {
+	if !ok || len(before) > maxRemembered || live.APIVersion != next.APIVersion || live.Kind != next.Kind {
 		return m.Update(manager, subresource, live, next)
 	}
 	parts := object.Differing(live, next)
-	key, ok := updateKey(manager, subresource, live, next, before, parts)
+	paths := pathsOf(parts)
+	key, ok := updateKey(manager, subresource, next, before, parts, paths)
 	if !ok {
 		return m.Update(manager, subresource, live, next)
 	}
 	if a, ok := m.updates.get(key); ok {
-		if b, err := json.Marshal(a.fill(before)); err == nil {
-			next.Metadata.ManagedFields = b
-			return next
+		if entries, ok := a.fill(before, paths); ok {
+			if b, err := json.Marshal(entries); err == nil {
+				next.Metadata.ManagedFields = b
+				return next
+			}
 		}
 	}
 	asked := time.Now().UTC().Truncate(time.Second)
 	next = m.Update(manager, subresource, live, next)
 	var after []metav1.ManagedFieldsEntry
 	if json.Unmarshal(next.Metadata.ManagedFields, &after) == nil {
-		if a, ok := remember(writerOf(manager, subresource), before, after, asked, changesFields(parts)); ok {
+		if a, ok := remember(writerOf(manager, subresource), before, after, paths, asked, changesFields(parts)); ok {
 			m.updates.put(key, a)
 		}
 	}
 	return next
+}
+
+// pathsOf are where the fields of the members parts sit.
+func pathsOf(parts []object.Part) [][]string {
+	var paths [][]string
+	for _, p := range parts {
+		if path := fieldsPath(p.Name); path != nil {
+			paths = append(paths, path)
+		}
+	}
+	return paths
 }
 
 // replaced are the managed fields an update replaces, as the field manager
@@ -80,21 +100,10 @@ func replaced(live, next *object.Object) ([]metav1.ManagedFieldsEntry, bool) {
 }
 
 // updateKey is what an update's managed fields depend on: the writer,
-// the kind, the replaced entries without their times, and each part of
-// the object that differs, whole on both sides (a list compares by its
-// items' keys, which only the whole part tells).
-func updateKey(manager, subresource string, live, next *object.Object, before []metav1.ManagedFieldsEntry, parts []object.Part) ([32]byte, bool) {
-	if live.APIVersion != next.APIVersion || live.Kind != next.Kind {
-		return [32]byte{}, false
-	}
-	timeless := slices.Clone(before)
-	for i := range timeless {
-		timeless[i].Time = nil
-	}
-	mf, err := json.Marshal(timeless)
-	if err != nil {
-		return [32]byte{}, false
-	}
+// the kind, each member that differs, whole on both sides (a list
+// compares by its items' keys, which only the whole list tells), and each
+// replaced entry's fields under those members.
+func updateKey(manager, subresource string, next *object.Object, before []metav1.ManagedFieldsEntry, parts []object.Part, paths [][]string) ([32]byte, bool) {
 	h := sha256.New()
 	write := func(parts ...[]byte) {
 		for _, p := range parts {
@@ -102,9 +111,31 @@ func updateKey(manager, subresource string, live, next *object.Object, before []
 			h.Write([]byte{0})
 		}
 	}
-	write([]byte(manager), []byte(subresource), []byte(next.APIVersion), []byte(next.Kind), mf)
+	write([]byte(manager), []byte(subresource), []byte(next.APIVersion), []byte(next.Kind))
 	for _, p := range parts {
 		write([]byte(p.Name), p.Live, p.Next)
+	}
+	entries := slices.Clone(before)
+	slices.SortFunc(entries, func(a, b metav1.ManagedFieldsEntry) int {
+		return cmp.Compare(identityOf(a).String(), identityOf(b).String())
+	})
+	for _, e := range entries {
+		fs, ok := decodeFields(e)
+		if !ok {
+			return [32]byte{}, false
+		}
+		write([]byte(identityOf(e).String()), []byte(e.FieldsType))
+		for _, path := range paths {
+			v, found := fs.at(path)
+			b, err := json.Marshal(v)
+			if err != nil {
+				return [32]byte{}, false
+			}
+			if !found {
+				b = []byte("-")
+			}
+			write(b)
+		}
 	}
 	var key [32]byte
 	h.Sum(key[:0])
@@ -118,43 +149,142 @@ func identityOf(e metav1.ManagedFieldsEntry) identity {
 	return identity{e.Manager, string(e.Operation), e.APIVersion, e.Subresource}
 }
 
+func (i identity) String() string {
+	return i.manager + "\x00" + i.operation + "\x00" + i.apiVersion + "\x00" + i.subresource
+}
+
 // writerOf is the identity of the entry an update by manager through
-// subresource records.
+// subresource records, but for its API version.
 func writerOf(manager, subresource string) identity {
 	return identity{manager: manager, operation: string(metav1.ManagedFieldsOperationUpdate), subresource: subresource}
 }
 
+func (i identity) is(writer identity) bool {
+	return i.manager == writer.manager && i.operation == writer.operation && i.subresource == writer.subresource
+}
+
 // remember makes an answer of the field manager's, after, to an update by
-// writer over entries before, asked at (or just before) asked. Each
-// entry's time must be told apart: kept from before, or the present for
-// the writer's own. When the writer's entry has the time it had and that
-// time is not before asked, the field manager may have moved it to the
-// present or not: it did if the update added or changed a field it
-// records (changed), and otherwise which it is cannot be told, and the
-// answer is not kept.
-func remember(writer identity, before, after []metav1.ManagedFieldsEntry, asked time.Time, changed bool) (answer, bool) {
-	had := map[identity]*metav1.Time{}
+// writer over entries before that changed the fields under paths, asked
+// at (or just before) asked. Each entry's fields elsewhere must be as
+// they were, and its time told apart: kept from before, or the present
+// for the writer's own. When the writer's entry has the time it had and
+// that time is not before asked, the field manager may have moved it to
+// the present or not: it did if the update added or changed a field it
+// records (changed); otherwise which it is cannot be told, and the answer
+// is not kept. An answer that is not of this model is not kept either.
+func remember(writer identity, before, after []metav1.ManagedFieldsEntry, paths [][]string, asked time.Time, changed bool) (answer, bool) {
+	had := map[identity]metav1.ManagedFieldsEntry{}
 	for _, e := range before {
-		had[identityOf(e)] = e.Time
+		had[identityOf(e)] = e
 	}
-	a := answer{entries: slices.Clone(after), now: make([]bool, len(after))}
-	for i, e := range after {
+	a := answer{entries: map[identity]answerEntry{}}
+	for _, e := range after {
 		id := identityOf(e)
 		old, found := had[id]
-		sameTime := found && (old == nil) == (e.Time == nil) && (old == nil || old.Equal(e.Time))
-		mine := id.manager == writer.manager && id.operation == writer.operation && id.subresource == writer.subresource
-		recent := sameTime && (old == nil || !old.Time.Before(asked))
-		switch {
-		case mine && recent && !changed:
+		delete(had, id)
+		fs, ok := decodeFields(e)
+		if !ok {
 			return answer{}, false
-		case mine && (!sameTime || recent):
-			a.now[i] = true
-		case !sameTime:
-			return answer{}, false // the field manager retimed another's entry: not this model
 		}
-		a.entries[i].Time = nil
+		was := fieldSet{}
+		if found {
+			if was, ok = decodeFields(old); !ok {
+				return answer{}, false
+			}
+		}
+		if !reflect.DeepEqual(fs.outside(paths), was.outside(paths)) {
+			return answer{}, false // fields changed outside the members changed
+		}
+		sameTime := found && (old.Time == nil) == (e.Time == nil) && (old.Time == nil || old.Time.Equal(e.Time))
+		recent := sameTime && (old.Time == nil || !old.Time.Time.Before(asked))
+		ae := answerEntry{apiVersion: e.APIVersion, fieldsType: e.FieldsType, inside: map[string]any{}}
+		switch {
+		case id.is(writer) && recent && !changed:
+			return answer{}, false
+		case id.is(writer) && (!sameTime || recent):
+			ae.now = true
+		case !sameTime:
+			return answer{}, false // another's entry retimed: not this model
+		}
+		for _, path := range paths {
+			if v, ok := fs.at(path); ok {
+				ae.inside[strings.Join(path, "/")] = v
+			}
+		}
+		a.entries[id] = ae
+	}
+	for _, e := range had { // entries the field manager dropped had no fields left
+		was, ok := decodeFields(e)
+		if !ok || len(was.outside(paths)) > 0 {
+			return answer{}, false
+		}
 	}
 	return a, true
+}
+
+// fill makes the entries of a remembered answer for an object whose
+// managed fields were before: each entry's fields outside paths as they
+// were, those under paths the answer's, the times as the field manager
+// sets them, ordered as it encodes them.
+func (a answer) fill(before []metav1.ManagedFieldsEntry, paths [][]string) ([]metav1.ManagedFieldsEntry, bool) {
+	now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
+	var out []metav1.ManagedFieldsEntry
+	seen := map[identity]bool{}
+	emit := func(e metav1.ManagedFieldsEntry, fs fieldSet) bool {
+		if len(fs) == 0 {
+			return true
+		}
+		b, err := json.Marshal(fs)
+		if err != nil {
+			return false
+		}
+		e.FieldsV1 = &metav1.FieldsV1{Raw: b}
+		out = append(out, e)
+		return true
+	}
+	for _, e := range before {
+		id := identityOf(e)
+		seen[id] = true
+		was, ok := decodeFields(e)
+		if !ok {
+			return nil, false
+		}
+		fs := was.outside(paths)
+		if ae, ok := a.entries[id]; ok {
+			for _, path := range paths {
+				if v, ok := ae.inside[strings.Join(path, "/")]; ok {
+					fs.put(path, v)
+				}
+			}
+			if ae.now {
+				e.Time = &now
+			}
+		}
+		if !emit(e, fs) {
+			return nil, false
+		}
+	}
+	for id, ae := range a.entries {
+		if seen[id] {
+			continue
+		}
+		e := metav1.ManagedFieldsEntry{Manager: id.manager, Operation: metav1.ManagedFieldsOperationType(id.operation),
+			APIVersion: ae.apiVersion, FieldsType: ae.fieldsType, Subresource: id.subresource}
+		if ae.now {
+			e.Time = &now
+		}
+		fs := fieldSet{}
+		for _, path := range paths {
+			if v, ok := ae.inside[strings.Join(path, "/")]; ok {
+				fs.put(path, v)
+			}
+		}
+		if !emit(e, fs) {
+			return nil, false
+		}
+	}
+	slices.SortFunc(out, compareEntries)
+	return out, true
 }
 
 // unrecorded are the members the field manager strips from what it
@@ -203,26 +333,6 @@ func adds(l, n any) bool {
 	default:
 		return !reflect.DeepEqual(l, n)
 	}
-}
-
-// fill fills in the times of a remembered answer against the entries it
-// replaces, and orders the entries as the field manager does.
-func (a answer) fill(before []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
-	had := map[identity]*metav1.Time{}
-	for _, e := range before {
-		had[identityOf(e)] = e.Time
-	}
-	now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
-	out := slices.Clone(a.entries)
-	for i := range out {
-		if a.now[i] {
-			out[i].Time = &now
-		} else {
-			out[i].Time = had[identityOf(out[i])]
-		}
-	}
-	slices.SortFunc(out, compareEntries)
-	return out
 }
 
 // compareEntries orders managed fields entries as the field manager

@@ -2,6 +2,8 @@ package fieldmanager
 
 import (
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -43,7 +45,8 @@ func aged(t *testing.T, o *object.Object, at time.Time) *object.Object {
 // TestRememberedAnswersAreTheFieldManagers: an update recorded from a
 // remembered answer gets the managed fields the field manager itself
 // gives — owners, fields, each entry's time and their order — for two
-// ReplicaSets alike but for their names and the times of their writes,
+// ReplicaSets alike but for their names, their owners (whose uids their
+// managed fields name) and the times of their writes,
 // through status fields added, changed, removed and taken by another
 // writer, annotations written with the status, and a list of the spec
 // changed by key; and the second ReplicaSet's writes are answered from
@@ -55,7 +58,8 @@ func TestRememberedAnswersAreTheFieldManagers(t *testing.T) {
 	}
 	m := New(openapi.NewCache(reg))
 	rs := func(name string) *object.Object {
-		o, err := object.Decode([]byte(`{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"name":"` + name + `","namespace":"default","uid":"uid-` + name + `"},
+		o, err := object.Decode([]byte(`{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"name":"` + name + `","namespace":"default","uid":"uid-` + name + `",
+ "ownerReferences":[{"apiVersion":"apps/v1","kind":"Deployment","name":"d-` + name + `","uid":"owner-` + name + `","controller":true}]},
  "spec":{"replicas":10,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"web","command":["sleep","60"]}]}}}}`))
 		if err != nil {
 			t.Fatal(err)
@@ -93,7 +97,7 @@ func TestRememberedAnswersAreTheFieldManagers(t *testing.T) {
 			next := live.Clone()
 			step.change(next)
 			before := decodeEntries(t, live)
-			if key, ok := updateKey(step.manager, step.sub, live, next, before, object.Differing(live, next)); ok && name == "b" {
+			if key, ok := updateKey(step.manager, step.sub, next, before, object.Differing(live, next), pathsOf(object.Differing(live, next))); ok && name == "b" {
 				if _, ok := m.updates.get(key); ok {
 					hits++
 				} else {
@@ -139,7 +143,7 @@ func TestRememberedAnswersAreTheFieldManagers(t *testing.T) {
 			next := cur.Clone()
 			next.Status = json.RawMessage(st)
 			before := decodeEntries(t, cur)
-			key, _ := updateKey("homeostat-controllers", "status", cur, next, before, object.Differing(cur, next))
+			key, _ := updateKey("homeostat-controllers", "status", next, before, object.Differing(cur, next), pathsOf(object.Differing(cur, next)))
 			_, remembered := m.updates.get(key)
 			want := decodeEntries(t, m.Update("homeostat-controllers", "status", cur, next.Clone()))
 			got := m.Track("homeostat-controllers", "status", cur, next.Clone())
@@ -198,6 +202,38 @@ func TestChangesFields(t *testing.T) {
 	} {
 		if got := changesFields(tc.parts); got != tc.want {
 			t.Errorf("%s: changesFields = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestFieldSetCutAndPut: a subtree taken out leaves no empty map above
+// it, and put back, the fields are as they were.
+func TestFieldSetCutAndPut(t *testing.T) {
+	raw := `{"f:metadata":{"f:annotations":{"f:a":{}},"f:ownerReferences":{"k:{\"uid\":\"u\"}":{}}},"f:status":{"f:replicas":{}}}`
+	var fs fieldSet
+	if err := json.Unmarshal([]byte(raw), &fs); err != nil {
+		t.Fatal(err)
+	}
+	paths := [][]string{fieldsPath("metadata.annotations"), fieldsPath("status"), fieldsPath("spec")}
+	out := fs.outside(paths)
+	if b, _ := json.Marshal(out); string(b) != `{"f:metadata":{"f:ownerReferences":{"k:{\"uid\":\"u\"}":{}}}}` {
+		t.Fatalf("outside: %s", b)
+	}
+	for _, p := range paths {
+		if v, ok := fs.at(p); ok {
+			out.put(p, v)
+		}
+	}
+	if !reflect.DeepEqual(out, fs) {
+		t.Fatalf("put back: %v, want %v", out, fs)
+	}
+	only := fieldSet{"f:status": map[string]any{"f:replicas": map[string]any{}}}
+	if o := only.outside(paths); len(o) != 0 {
+		t.Fatalf("nothing is left outside, yet %v", o)
+	}
+	for part, want := range map[string]string{"metadata.generation": "[]", "metadata.labels": "[f:metadata f:labels]", "fields.rules": "[f:rules]", "status": "[f:status]"} {
+		if got := fmt.Sprint(fieldsPath(part)); got != want {
+			t.Errorf("fieldsPath(%s) = %s, want %s", part, got, want)
 		}
 	}
 }
