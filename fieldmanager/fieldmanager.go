@@ -79,6 +79,9 @@ func (m *Managers) forKind(apiVersion, kind, subresource string) (*managedfields
 			return nil, fmt.Errorf("%w: %v", ErrUntyped, err)
 		}
 		m.at, m.tc, m.fms = d, tc, map[managerKey]*managedfields.FieldManager{}
+		// Answers of the field managers of other documents do not hold.
+		m.creates.reset()
+		m.updates.reset()
 	}
 	key := managerKey{gvk, subresource}
 	if fm, ok := m.fms[key]; ok {
@@ -97,32 +100,44 @@ func (m *Managers) forKind(apiVersion, kind, subresource string) (*managedfields
 // returns next. Subresource is "" or "status"; a status write is recorded
 // with subresource status, as Kubernetes records it.
 func (m *Managers) Update(manager, subresource string, live, next *object.Object) *object.Object {
+	next, _ = m.update(manager, subresource, live, next)
+	return next
+}
+
+// update is Update, reporting whether the field manager answered: a kind
+// it cannot type, or an update it fails, leaves next as it was.
+func (m *Managers) update(manager, subresource string, live, next *object.Object) (*object.Object, bool) {
 	if live == nil {
 		live = &object.Object{APIVersion: next.APIVersion, Kind: next.Kind}
 	}
 	fm, err := m.forKind(next.APIVersion, next.Kind, subresource)
 	if err != nil {
-		return next
+		return next, false
 	}
 	lu, err1 := Unstructured(live)
 	nu, err2 := Unstructured(next)
 	if err1 != nil || err2 != nil {
-		return next
+		return next, false
 	}
-	out, ok := fm.UpdateNoErrors(lu, nu, manager).(*unstructured.Unstructured)
+	obj, err := fm.Update(lu, nu, manager)
+	if err != nil {
+		// As UpdateNoErrors would have it, but keeping what next had.
+		return next, false
+	}
+	out, ok := obj.(*unstructured.Unstructured)
 	if !ok {
-		return next
+		return next, false
 	}
 	mf, found, _ := unstructured.NestedFieldNoCopy(out.Object, "metadata", "managedFields")
 	if !found {
-		return next
+		return next, false
 	}
 	b, err := json.Marshal(mf)
 	if err != nil {
-		return next
+		return next, false
 	}
 	next.Metadata.ManagedFields = b
-	return next
+	return next, true
 }
 
 // Subresource names the subresource a write through the API would have

@@ -97,6 +97,12 @@ func (c *memo[V]) get(key [32]byte) (V, bool) {
 	return v, ok
 }
 
+func (c *memo[V]) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m = nil
+}
+
 func (c *memo[V]) put(key [32]byte, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

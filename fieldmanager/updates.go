@@ -45,33 +45,63 @@ const maxRemembered = 8
 
 // updated records an update, from memory when the same change was seen.
 func (m *Managers) updated(manager, subresource string, live, next *object.Object) *object.Object {
-	before, ok := replaced(live, next)
+	// The field managers of the documents as they are now: answers of
+	// earlier ones are forgotten when they change.
+	if _, err := m.forKind(next.APIVersion, next.Kind, subresource); err != nil {
+		return next
+	}
+	before, ok := replaced(subresource, live, next)
 	if !ok || len(before) > maxRemembered || live.APIVersion != next.APIVersion || live.Kind != next.Kind {
 		return m.Update(manager, subresource, live, next)
 	}
 	parts := object.Differing(live, next)
+	if len(parts) == 0 {
+		return next // nothing the field manager compares changed: it moves nothing
+	}
 	paths := pathsOf(parts)
 	key, ok := updateKey(manager, subresource, next, before, parts, paths)
 	if !ok {
 		return m.Update(manager, subresource, live, next)
 	}
 	if a, ok := m.updates.get(key); ok {
-		if entries, ok := a.fill(before, paths); ok {
-			if b, err := json.Marshal(entries); err == nil {
-				next.Metadata.ManagedFields = b
-				return next
-			}
+		if b, ok := a.encoded(before, paths); ok {
+			next.Metadata.ManagedFields = b
+			return next
 		}
 	}
 	asked := time.Now().UTC().Truncate(time.Second)
-	next = m.Update(manager, subresource, live, next)
+	next, answered := m.update(manager, subresource, live, next)
 	var after []metav1.ManagedFieldsEntry
-	if json.Unmarshal(next.Metadata.ManagedFields, &after) == nil {
+	if answered && json.Unmarshal(next.Metadata.ManagedFields, &after) == nil {
 		if a, ok := remember(writerOf(manager, subresource), before, after, paths, asked, changesFields(parts)); ok {
 			m.updates.put(key, a)
 		}
 	}
 	return next
+}
+
+// encoded is a remembered answer for an object whose managed fields were
+// before, encoded as the field manager's answers are (through
+// unstructured objects, so with every object's members sorted); false
+// when it holds no entry, where the field manager would leave the object
+// as it was.
+func (a answer) encoded(before []metav1.ManagedFieldsEntry, paths [][]string) ([]byte, bool) {
+	entries, ok := a.fill(before, paths)
+	if !ok || len(entries) == 0 {
+		return nil, false
+	}
+	b, err := json.Marshal(entries)
+	if err != nil {
+		return nil, false
+	}
+	var v []any
+	if json.Unmarshal(b, &v) != nil {
+		return nil, false
+	}
+	if b, err = json.Marshal(v); err != nil {
+		return nil, false
+	}
+	return b, true
 }
 
 // pathsOf are where the fields of the members parts sit.
@@ -86,14 +116,23 @@ func pathsOf(parts []object.Part) [][]string {
 }
 
 // replaced are the managed fields an update replaces, as the field manager
-// reads them: the new object's, unless it has none that decode.
-func replaced(live, next *object.Object) ([]metav1.ManagedFieldsEntry, bool) {
+// reads them: the live object's for a subresource, else the new object's
+// unless it has none. New ones that ask for a reset ([] or [{}]) are not
+// answered from memory.
+func replaced(subresource string, live, next *object.Object) ([]metav1.ManagedFieldsEntry, bool) {
 	var es []metav1.ManagedFieldsEntry
-	if json.Unmarshal(next.Metadata.ManagedFields, &es) == nil && len(es) > 0 {
-		return es, true
+	if subresource == "" && len(next.Metadata.ManagedFields) > 0 && json.Unmarshal(next.Metadata.ManagedFields, &es) == nil {
+		if es != nil && (len(es) == 0 || slices.ContainsFunc(es, func(e metav1.ManagedFieldsEntry) bool {
+			return reflect.DeepEqual(e, metav1.ManagedFieldsEntry{})
+		})) {
+			return nil, false
+		}
+		if len(es) > 0 {
+			return es, true
+		}
 	}
 	es = nil
-	if json.Unmarshal(live.Metadata.ManagedFields, &es) != nil {
+	if len(live.Metadata.ManagedFields) > 0 && json.Unmarshal(live.Metadata.ManagedFields, &es) != nil {
 		return nil, false
 	}
 	return es, true

@@ -107,6 +107,13 @@ func TestRememberedAnswersAreTheFieldManagers(t *testing.T) {
 			want := decodeEntries(t, m.Update(step.manager, step.sub, live, next.Clone()))
 			got := m.Track(step.manager, step.sub, live, next.Clone())
 			gotEntries := decodeEntries(t, got)
+			var v []any
+			if err := json.Unmarshal(got.Metadata.ManagedFields, &v); err != nil {
+				t.Fatal(err)
+			}
+			if sorted, _ := json.Marshal(v); string(sorted) != string(got.Metadata.ManagedFields) {
+				t.Fatalf("step %d, %s: managed fields not encoded as the field manager's are:\n%s", i, name, got.Metadata.ManagedFields)
+			}
 			if len(gotEntries) != len(want) {
 				t.Fatalf("step %d, %s: %d entries, want %d:\n%s", i, name, len(gotEntries), len(want), got.Metadata.ManagedFields)
 			}
@@ -234,6 +241,42 @@ func TestFieldSetCutAndPut(t *testing.T) {
 	for part, want := range map[string]string{"metadata.generation": "[]", "metadata.labels": "[f:metadata f:labels]", "fields.rules": "[f:rules]", "status": "[f:status]"} {
 		if got := fmt.Sprint(fieldsPath(part)); got != want {
 			t.Errorf("fieldsPath(%s) = %s, want %s", part, got, want)
+		}
+	}
+}
+
+// TestFailedUpdatesAreNotRemembered: an update the field manager cannot
+// type (a spec the schema refuses) records nothing, and the same change
+// to a sound object is then answered by the field manager, not by that.
+func TestFailedUpdatesAreNotRemembered(t *testing.T) {
+	reg, err := schemas.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(openapi.NewCache(reg))
+	rs := func(name, replicas string) *object.Object {
+		o, err := object.Decode([]byte(`{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"name":"` + name + `","namespace":"default"},
+ "spec":{"replicas":` + replicas + `,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"web","command":["sleep","60"]}]}}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Metadata.ManagedFields = json.RawMessage(`[{"manager":"kubectl","operation":"Update","apiVersion":"apps/v1","time":"2020-01-01T00:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:labels":{}}}}]`)
+		return o
+	}
+	for _, name := range []string{"bad", "good"} {
+		replicas := "1"
+		if name == "bad" {
+			replicas = `"many"`
+		}
+		live := rs(name, replicas)
+		next := live.Clone()
+		next.Status = json.RawMessage(`{"replicas":1}`)
+		got := decodeEntries(t, m.Track("homeostat-controllers", "status", live, next))
+		recorded := slices.ContainsFunc(got, func(e metav1.ManagedFieldsEntry) bool {
+			return e.Manager == "homeostat-controllers" && e.Subresource == "status"
+		})
+		if want := name == "good"; recorded != want {
+			t.Fatalf("%s: the status write recorded: %v, want %v (%+v)", name, recorded, want, got)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package object
 
 import (
+	"bytes"
 	stdjson "encoding/json"
 	"maps"
 	"slices"
@@ -44,16 +45,27 @@ var metaParts = []part{
 }
 
 var (
-	specPart   = part{"spec", func(a, b *Object) bool { return SameJSON(a.Spec, b.Spec) }, func(o *Object) any { return o.Spec }}
-	statusPart = part{"status", func(a, b *Object) bool { return SameJSON(a.Status, b.Status) }, func(o *Object) any { return o.Status }}
+	specPart   = part{"spec", func(a, b *Object) bool { return sameMember(a.Spec, b.Spec) }, func(o *Object) any { return o.Spec }}
+	statusPart = part{"status", func(a, b *Object) bool { return sameMember(a.Status, b.Status) }, func(o *Object) any { return o.Status }}
 )
+
+// sameMember reports whether two values of a member encode alike, but
+// for form: unlike SameJSON, none, null and {} are told apart, as a
+// field manager tells them (an empty object where there was none is a
+// field added).
+func sameMember(a, b stdjson.RawMessage) bool {
+	if isNullish(a) || isNullish(b) {
+		return bytes.Equal(bytes.TrimSpace(a), bytes.TrimSpace(b))
+	}
+	return SameJSON(a, b)
+}
 
 // sameOutsideStatus reports whether a and b, whose specs are alike, hold
 // the same values in every member a store does not set but the status.
 // Where it says no, their encodings may still agree (an empty map for
 // none, times apart by less than a second).
 func sameOutsideStatus(a, b *Object) bool {
-	if a.APIVersion != b.APIVersion || a.Kind != b.Kind {
+	if a.APIVersion != b.APIVersion || a.Kind != b.Kind || !sameMember(a.Spec, b.Spec) {
 		return false
 	}
 	for _, p := range metaParts {
@@ -61,7 +73,7 @@ func sameOutsideStatus(a, b *Object) bool {
 			return false
 		}
 	}
-	return maps.EqualFunc(a.Fields, b.Fields, func(x, y stdjson.RawMessage) bool { return SameJSON(x, y) })
+	return maps.EqualFunc(a.Fields, b.Fields, sameMember)
 }
 
 // Part is a member of an object, named by its path, as two states of the
@@ -105,7 +117,7 @@ func Differing(live, next *Object) []Part {
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		if !SameJSON(live.Fields[k], next.Fields[k]) {
+		if !sameMember(live.Fields[k], next.Fields[k]) {
 			out = append(out, Part{Name: "fields." + k, Live: live.Fields[k], Next: next.Fields[k]})
 		}
 	}

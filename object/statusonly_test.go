@@ -52,6 +52,9 @@ func TestStatusOnly(t *testing.T) {
 		{"the deletion", func(o *object.Object) { o.Metadata.DeletionTimestamp = &created }, false},
 		{"the spec", func(o *object.Object) { o.Spec = json.RawMessage(`{"nodeName":"m"}`) }, false},
 		{"another member", func(o *object.Object) { o.Fields = nil }, false},
+		{"another member, from a value to an empty object", func(o *object.Object) {
+			o.Fields = map[string]json.RawMessage{"extra": json.RawMessage(`{}`)}
+		}, false},
 	} {
 		next := base()
 		next.Status = json.RawMessage(`{"phase":"Running"}`)
@@ -62,6 +65,13 @@ func TestStatusOnly(t *testing.T) {
 	}
 	if object.StatusOnly(base(), base()) {
 		t.Error("a write that changes nothing changes the status alone")
+	}
+	noSpec := base()
+	noSpec.Spec = nil
+	emptySpec := noSpec.Clone()
+	emptySpec.Spec, emptySpec.Status = json.RawMessage(`{}`), json.RawMessage(`{"phase":"Running"}`)
+	if object.StatusOnly(noSpec, emptySpec) {
+		t.Error("a spec where there was none is not a change of the status alone")
 	}
 	if object.StatusOnly(nil, base()) {
 		t.Error("a create changes the status alone")
@@ -109,6 +119,17 @@ func TestDiffering(t *testing.T) {
 		got = append(got, p.Name+" "+string(p.Live)+" "+string(p.Next))
 	}
 	want := []string{`metadata.labels {"a":"1"} {"a":"2"}`, `status {"phase":"Pending"} {"phase":"Running"}`, `fields.gone 1 `, `fields.new  2`}
+	empty := live.Clone()
+	empty.Status = nil
+	if d := object.Differing(empty, live); len(d) != 1 || d[0].Name != "status" {
+		t.Fatalf("a status where there was none: %v", d)
+	}
+	empty.Status = json.RawMessage(`{}`)
+	nothing := empty.Clone()
+	nothing.Status = nil
+	if d := object.Differing(nothing, empty); len(d) != 1 || d[0].Name != "status" {
+		t.Fatalf("an empty status where there was none: %v", d)
+	}
 	if len(got) != len(want) {
 		t.Fatalf("Differing = %q, want %q", got, want)
 	}

@@ -48,6 +48,8 @@ type pendingKey struct {
 const (
 	passCostFactor = 4
 	maxFold        = 250 * time.Millisecond
+	// maxCosts bounds the keys whose costs are kept.
+	maxCosts = 10000
 )
 
 // foldFor is how long an addition of a key waits for others to fold into
@@ -95,6 +97,11 @@ func (e *enqueuer) passed(key string, took time.Duration) {
 	if foldFor(e.every, took) == e.every {
 		delete(e.costs, key)
 		return
+	}
+	if len(e.costs) >= maxCosts {
+		// Keys of objects long gone are never cheap again: start over
+		// rather than keep them.
+		clear(e.costs)
 	}
 	e.costs[key] = took
 }
