@@ -241,7 +241,7 @@ func TestBinaryBench(t *testing.T) {
 	}
 	for _, want := range []string{"all 20 pods Running", "all 12 pods Running", "throughput / ceiling", "peak memory scheduler-2", "store ceiling",
 		"work of scheduler-1", "work of controllers-2",
-		"store writes per pod", "    pods ", "    node pod index ", "1 deployment(s) x 20 replicas on 4 nodes: median of 2 runs"} {
+		"store writes per pod", "    pods ", "1 deployment(s) x 20 replicas on 4 nodes: median of 2 runs"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("bench output lacks %q:\n%s", want, out)
 		}
