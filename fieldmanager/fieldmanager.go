@@ -140,16 +140,6 @@ func (m *Managers) update(manager, subresource string, live, next *object.Object
 	return next, true
 }
 
-// Subresource names the subresource a write through the API would have
-// made of next over live: "status" when it changes the status and nothing
-// else, "" otherwise.
-func Subresource(live, next *object.Object) string {
-	if object.StatusOnly(live, next) {
-		return "status"
-	}
-	return ""
-}
-
 // Apply merges an applied configuration into live (an empty object of the
 // kind when there is none) under manager, forcing conflicts when force is
 // set. A conflict with another manager's fields is an error whose

@@ -14,7 +14,7 @@ import (
 
 // Track records a write made through the bus by a controller or a node
 // agent under manager. A write that changes only the status (what the
-// status subresource would take; see Subresource) comes with subresource
+// status subresource would take; see object.StatusOnly) comes with subresource
 // status and is recorded with it.
 //
 // Events are not tracked: they are records written once, by the
