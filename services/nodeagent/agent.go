@@ -507,7 +507,9 @@ func (a *Agent) desire(ctx context.Context, ev bus.Event, earlier bool) {
 	a.mu.Lock()
 	running := a.workers[ev.Key] != nil
 	a.mu.Unlock()
-	if earlier && !running {
+	// An index that derives pods from the store lists them as stored; the
+	// bus's node pod index holds them as they were bound.
+	if earlier && !running && !a.cfg.DerivesPods {
 		if cur, err := a.pods.Get(ctx, ev.Key); err == nil && cur.Metadata.UID == p.Metadata.UID {
 			if fresh, err := kinds.DecodePod(cur); err == nil {
 				p = fresh

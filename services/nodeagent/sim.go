@@ -21,11 +21,20 @@ type Simulated struct {
 	Delay time.Duration
 }
 
-// Discover finds nothing: simulated containers die with the process.
+// Discover finds nothing to stop: a simulated container has no process
+// to outlive its host. Run adopts those its pod's status says run.
 func (Simulated) Discover(context.Context) (map[string]bool, error) { return nil, nil }
 
-// Run reports the pod creating, then running and ready, then waits.
+// Run reports the pod creating, then running and ready, then waits. A pod
+// whose status already says every container runs is adopted as it is, and
+// nothing is reported, as a real node's agent adopts the processes that
+// outlived it: a restarted host then writes nothing for its pods, where it
+// would otherwise rewrite every one of them at once.
 func (s Simulated) Run(ctx context.Context, pod *kinds.Pod, report func(kinds.PodStatus)) {
+	if adopted(pod) {
+		<-ctx.Done()
+		return
+	}
 	var cs []kinds.ContainerStatus
 	for _, c := range pod.Spec.Containers {
 		cs = append(cs, kinds.ContainerStatus{Name: c.Name, Image: c.Image,
@@ -45,6 +54,21 @@ func (s Simulated) Run(ctx context.Context, pod *kinds.Pod, report func(kinds.Po
 	}
 	report(kinds.PodStatus{Phase: kinds.PodRunning, ContainerStatuses: cs, Conditions: conditions(object.ConditionTrue)})
 	<-ctx.Done()
+}
+
+// adopted says a simulated pod resumes with the status it has: it is
+// Running and each of its containers runs.
+func adopted(pod *kinds.Pod) bool {
+	st := pod.Status
+	if st.Phase != kinds.PodRunning || len(st.ContainerStatuses) != len(pod.Spec.Containers) {
+		return false
+	}
+	for i, c := range pod.Spec.Containers {
+		if cs := st.ContainerStatuses[i]; cs.Name != c.Name || cs.State.Running == nil {
+			return false
+		}
+	}
+	return true
 }
 
 func conditions(ready string) []object.Condition {

@@ -1,6 +1,7 @@
 package nodeagent_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/services/controllers"
+	"github.com/homeostat/homeostat/services/nodeagent"
 	"github.com/homeostat/homeostat/testenv"
 )
 
@@ -128,4 +130,44 @@ func TestUnreachableNodeIsTaintedAndEvicted(t *testing.T) {
 		c := object.FindCondition(st.Conditions, "Ready")
 		return c != nil && c.Status == "True" && len(spec.Taints) == 0
 	})
+}
+
+// TestSimulatedRuntimeAdoptsRunningPods: a simulated pod whose status says
+// each of its containers runs is adopted as it is, reporting nothing, so a
+// restarted host writes nothing for it; any other pod is run, reporting
+// Running.
+func TestSimulatedRuntimeAdoptsRunningPods(t *testing.T) {
+	running := kinds.ContainerState{Running: &kinds.StateRunning{StartedAt: time.Unix(100, 0).UTC()}}
+	waiting := kinds.ContainerState{Waiting: &kinds.StateWaiting{Reason: "ContainerCreating"}}
+	two := []kinds.Container{{Name: "a"}, {Name: "b"}}
+	for _, tc := range []struct {
+		name    string
+		status  kinds.PodStatus
+		adopted bool
+	}{
+		{"new pod", kinds.PodStatus{}, false},
+		{"every container running", kinds.PodStatus{Phase: kinds.PodRunning, ContainerStatuses: []kinds.ContainerStatus{{Name: "a", State: running}, {Name: "b", State: running}}}, true},
+		{"pending", kinds.PodStatus{Phase: kinds.PodPending, ContainerStatuses: []kinds.ContainerStatus{{Name: "a", State: running}, {Name: "b", State: running}}}, false},
+		{"a container waiting", kinds.PodStatus{Phase: kinds.PodRunning, ContainerStatuses: []kinds.ContainerStatus{{Name: "a", State: running}, {Name: "b", State: waiting}}}, false},
+		{"a container missing", kinds.PodStatus{Phase: kinds.PodRunning, ContainerStatuses: []kinds.ContainerStatus{{Name: "a", State: running}}}, false},
+		{"statuses of other containers", kinds.PodStatus{Phase: kinds.PodRunning, ContainerStatuses: []kinds.ContainerStatus{{Name: "a", State: running}, {Name: "c", State: running}}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &kinds.Pod{Object: &object.Object{Metadata: object.Meta{Name: "p", Namespace: "default"}},
+				Spec: kinds.PodSpec{Containers: two}, Status: tc.status}
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel() // Run returns once it has reported what it reports at once
+			var reports []kinds.PodStatus
+			nodeagent.Simulated{}.Run(ctx, pod, func(st kinds.PodStatus) { reports = append(reports, st) })
+			if tc.adopted {
+				if len(reports) != 0 {
+					t.Fatalf("an adopted pod reported %+v", reports)
+				}
+				return
+			}
+			if len(reports) != 1 || reports[0].Phase != kinds.PodRunning || len(reports[0].ContainerStatuses) != 2 {
+				t.Fatalf("a pod to run reported %+v, want Running once", reports)
+			}
+		})
+	}
 }
