@@ -79,6 +79,11 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (*ListResult, error)
 		}
 		filter = s.subjPrefix + opts.Namespace + "." + opts.Under + ".*"
 	}
+	if listablePage(opts) {
+		if res, ok, err := s.page(ctx, filter, opts, tok); ok || err != nil {
+			return res, err
+		}
+	}
 	shared := opts.Shared && opts.Under == ""
 	snap, err := s.snapshot(ctx, filter, shared)
 	if err != nil {
@@ -114,11 +119,14 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (*ListResult, error)
 		}
 	}
 	if out.Remaining > 0 {
-		last := out.Items[len(out.Items)-1].Key()
-		raw, _ := json.Marshal(continueToken{Revision: out.Revision, After: last})
-		out.Continue = base64.RawURLEncoding.EncodeToString(raw)
+		out.Continue = encodeContinue(continueToken{Revision: out.Revision, After: out.Items[len(out.Items)-1].Key()})
 	}
 	return out, nil
+}
+
+func encodeContinue(tok continueToken) string {
+	raw, _ := json.Marshal(tok)
+	return base64.RawURLEncoding.EncodeToString(raw)
 }
 
 type snapshot struct {

@@ -98,8 +98,8 @@ func TestListLinearizableUnderConcurrentWrites(t *testing.T) {
 		t.Fatalf("writer: %v", err)
 	default:
 	}
-	if lists != 2*listsPerLister {
-		t.Fatalf("%d lists completed, want %d", lists, 2*listsPerLister)
+	if want := 2*listsPerLister + pagedLists; lists != int64(want) {
+		t.Fatalf("%d lists completed, want %d", lists, want)
 	}
 	t.Logf("%d lists against %d concurrent writes", lists, writesAtEnd-writesAtStart)
 }
@@ -232,26 +232,41 @@ func (w *concurrentWriters) create(cr int) {
 	}
 }
 
+// pagedLists is how many lists the lister in pages makes.
+const pagedLists = 8
+
 // runCheckedLists runs two listers of listsPerLister lists each, of all
-// namespaces and of one, and checks each list against what was acknowledged
-// before it began. It returns how many lists completed and, closed, every
+// namespaces and of one, and a third of pagedLists lists read in pages of
+// three, and checks each list against what was acknowledged before it
+// began. It returns how many lists completed and, closed, every
 // error met.
 func runCheckedLists(ctx context.Context, s *bus.Store, namespaces []string, acked *ackedWrites, listsPerLister int) (int64, <-chan error) {
 	var lists atomic.Int64
-	listErrs := make(chan error, 2*listsPerLister)
+	listErrs := make(chan error, 2*listsPerLister+pagedLists)
 	var lwg sync.WaitGroup
-	for l := range 2 {
+	for l := range 3 {
 		lwg.Add(1)
 		go func() {
 			defer lwg.Done()
-			for i := range listsPerLister {
+			n := listsPerLister
+			if l == 2 {
+				n = pagedLists // each of many pages
+			}
+			for i := range n {
 				ns := ""
 				if (i+l)%2 == 1 {
 					ns = namespaces[(i/2)%len(namespaces)]
 				}
 				want, maxRev, _ := acked.before()
-				// The second lister takes shared items from the list cache.
-				res, err := s.List(ctx, bus.ListOptions{Namespace: ns, Shared: l == 1})
+				// The second lister takes shared items from the list cache;
+				// the third reads in pages, each of a few keys' values.
+				var res *bus.ListResult
+				var err error
+				if l == 2 {
+					res, err = listInPages(ctx, s, bus.ListOptions{Namespace: ns, Shared: i%2 == 0, Limit: 3})
+				} else {
+					res, err = s.List(ctx, bus.ListOptions{Namespace: ns, Shared: l == 1})
+				}
 				if err != nil {
 					listErrs <- fmt.Errorf("list %q: %w", ns, err)
 					return
@@ -266,6 +281,34 @@ func runCheckedLists(ctx context.Context, s *bus.Store, namespaces []string, ack
 	lwg.Wait()
 	close(listErrs)
 	return lists.Load(), listErrs
+}
+
+// listInPages reads every page of a limited list into one result, of the
+// first page's revision; each page but the last must be full and say how
+// many keys follow it.
+func listInPages(ctx context.Context, s *bus.Store, opts bus.ListOptions) (*bus.ListResult, error) {
+	all := &bus.ListResult{}
+	for page := 0; ; page++ {
+		res, err := s.List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		if page == 0 {
+			all.Revision = res.Revision
+		} else if res.Revision != all.Revision {
+			return nil, fmt.Errorf("page %d has revision %d, the first %d", page, res.Revision, all.Revision)
+		}
+		all.Items = append(all.Items, res.Items...)
+		all.JSON = append(all.JSON, res.JSON...)
+		all.Corrupt = append(all.Corrupt, res.Corrupt...)
+		if res.Continue == "" {
+			return all, nil
+		}
+		if len(res.Items) != opts.Limit || res.Remaining <= 0 {
+			return nil, fmt.Errorf("page %d holds %d items of %d, with %d remaining, and goes on", page, len(res.Items), opts.Limit, res.Remaining)
+		}
+		opts.Continue = res.Continue
+	}
 }
 
 // checkList checks one list against what was acknowledged before it began.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -594,5 +595,74 @@ func TestUpdateThatChangesNothing(t *testing.T) {
 			t.Fatalf("%s: written %v, generation %d; want %v, %d", c.name, written, got.Metadata.Generation, c.written, c.generation)
 		}
 		cur = got
+	}
+}
+
+// TestPagesReadOnlyTheirKeys: a limited list without a selector, whose
+// page is a small share of the namespace, reads the values of its page's
+// keys alone, in key order, passing over deleted keys: a corrupt value
+// beyond the page is not met by the page, and is reported by the page
+// that holds its key. Each page says how many keys follow it, and carries
+// the first page's revision while reading afresh.
+func TestPagesReadOnlyTheirKeys(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, bustest.Conn(t))
+	var objs []*object.Object
+	for i := range 40 {
+		objs = append(objs, widget("ns", fmt.Sprintf("k%02d", i), `{}`, nil))
+	}
+	objs = append(objs, widget("other", "k00", `{}`, nil))
+	if _, errs := s.CreateMany(ctx, objs, bus.CreateOptions{}); errors.Join(errs...) != nil {
+		t.Fatal(errors.Join(errs...))
+	}
+	if _, _, err := s.Delete(ctx, "ns.k01", bus.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutRaw(ctx, "ns.k05", []byte("not an object")); err != nil {
+		t.Fatal(err)
+	}
+	type page struct {
+		names     []string
+		corrupt   []string
+		remaining int64
+	}
+	want := []page{
+		{names: []string{"k00", "k02"}, remaining: 37}, // k01 is deleted
+		{names: []string{"k03", "k04"}, remaining: 36}, // k99 came
+		{names: []string{"k06", "k07"}, corrupt: []string{"ns.k05"}, remaining: 33},
+	}
+	opts := bus.ListOptions{Namespace: "ns", Limit: 2}
+	var first uint64
+	var all []string
+	for i := 0; ; i++ {
+		res, err := s.List(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var corrupt []string
+		for _, ce := range res.Corrupt {
+			corrupt = append(corrupt, ce.Key)
+		}
+		got := page{names: names(res.Items), corrupt: corrupt, remaining: res.Remaining}
+		if i < len(want) && !cmp.Equal(got, want[i], cmp.AllowUnexported(page{})) {
+			t.Fatalf("page %d: got %+v, want %+v", i, got, want[i])
+		}
+		all = append(all, got.names...)
+		if i == 0 {
+			first = res.Revision
+			// Created after the first page: a later page reads it.
+			if _, err := s.Create(ctx, widget("ns", "k99", `{}`, nil)); err != nil {
+				t.Fatal(err)
+			}
+		} else if res.Revision != first {
+			t.Fatalf("page %d has revision %d, the first %d", i, res.Revision, first)
+		}
+		if res.Continue == "" {
+			break
+		}
+		opts.Continue = res.Continue
+	}
+	if len(all) != 39 || all[len(all)-1] != "k99" || !sort.StringsAreSorted(all) {
+		t.Fatalf("the pages listed %v, want the 38 live valid keys of 40 and k99, in order", all)
 	}
 }
