@@ -62,15 +62,9 @@ type continueToken struct {
 // page's revision: each page is current, and watching from that revision
 // catches up on anything the pages missed.
 func (s *Store) List(ctx context.Context, opts ListOptions) (*ListResult, error) {
-	var tok continueToken
-	if opts.Continue != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(opts.Continue)
-		if err == nil {
-			err = json.Unmarshal(raw, &tok)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: continue token is malformed", ErrInvalid)
-		}
+	tok, err := decodeContinue(opts.Continue)
+	if err != nil {
+		return nil, err
 	}
 	filter := s.filter(opts.Namespace, "")
 	if opts.Under != "" {
@@ -92,20 +86,34 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (*ListResult, error)
 	if shared {
 		s.shared.forget(strings.TrimSuffix(filter[len(s.subjPrefix):], ">"), snap.items)
 	}
-	out := &ListResult{Revision: snap.revision, Corrupt: snap.corrupt}
+	var jsonOf func(string, *object.Object) []byte
+	if shared {
+		jsonOf = func(k string, _ *object.Object) []byte { return snap.json[k] }
+	}
+	out := paginate(snap.items, snap.revision, opts, tok, jsonOf)
+	out.Corrupt = snap.corrupt
+	return out, nil
+}
+
+// paginate is the page of items (by key) that opts and tok ask for: those
+// matching the selector, in key order, after the token's key, at most the
+// limit, with the token of the next page and the count of the items after
+// it. revision is what the items reflect; a continued list keeps the
+// first page's. jsonOf, when given, gives each item's JSON.
+func paginate(items map[string]*object.Object, revision uint64, opts ListOptions, tok continueToken, jsonOf func(string, *object.Object) []byte) *ListResult {
+	out := &ListResult{Revision: revision}
 	if tok.Revision != 0 {
 		out.Revision = tok.Revision
 	}
-	keys := make([]string, 0, len(snap.items))
-	for k := range snap.items {
-		keys = append(keys, k)
+	keys := make([]string, 0, len(items))
+	for k := range items {
+		if k > tok.After {
+			keys = append(keys, k)
+		}
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		o := snap.items[k]
-		if tok.After != "" && k <= tok.After {
-			continue
-		}
+		o := items[k]
 		if !opts.Selector.Matches(o.Metadata.Labels) {
 			continue
 		}
@@ -114,14 +122,72 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (*ListResult, error)
 			continue
 		}
 		out.Items = append(out.Items, o)
-		if shared {
-			out.JSON = append(out.JSON, snap.json[k])
+		if jsonOf != nil {
+			out.JSON = append(out.JSON, jsonOf(k, o))
 		}
 	}
 	if out.Remaining > 0 {
 		out.Continue = encodeContinue(continueToken{Revision: out.Revision, After: out.Items[len(out.Items)-1].Key()})
 	}
-	return out, nil
+	return out
+}
+
+// PageOf is a page of objects held in memory, by key (a cache that a
+// watch of this store keeps), as List gives a page: those of
+// opts.Namespace matching opts.Selector, in key order, after
+// opts.Continue's key, at most opts.Limit, with the same tokens. revision
+// is the revision the objects reflect. For opts.Shared each item's JSON
+// comes too: the one encoded for the store's shared readers when the
+// object is theirs, else encoded here.
+func (s *Store) PageOf(items map[string]*object.Object, revision uint64, opts ListOptions) (*ListResult, error) {
+	if opts.Under != "" {
+		return nil, fmt.Errorf("%w: a page of objects in memory cannot be listed by name", ErrInvalid)
+	}
+	tok, err := decodeContinue(opts.Continue)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Namespace != "" {
+		in := make(map[string]*object.Object, len(items))
+		for k, o := range items {
+			if o.Metadata.Namespace == opts.Namespace {
+				in[k] = o
+			}
+		}
+		items = in
+	}
+	var jsonOf func(string, *object.Object) []byte
+	if opts.Shared {
+		jsonOf = s.sharedJSON
+	}
+	return paginate(items, revision, opts, tok, jsonOf), nil
+}
+
+// sharedJSON is o's JSON as served: the shared readers' when o is the
+// object they hold for key, else encoded now.
+func (s *Store) sharedJSON(key string, o *object.Object) []byte {
+	if rev, err := Revision(o.Metadata.ResourceVersion); err == nil {
+		if d, ok := s.shared.lookup(key, rev); ok && d.obj == o {
+			return d.encoded()
+		}
+	}
+	b, _ := object.Encode(o)
+	return b
+}
+
+func decodeContinue(token string) (continueToken, error) {
+	var tok continueToken
+	if token == "" {
+		return tok, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(token)
+	if err == nil {
+		err = json.Unmarshal(raw, &tok)
+	}
+	if err != nil {
+		return tok, fmt.Errorf("%w: continue token is malformed", ErrInvalid)
+	}
+	return tok, nil
 }
 
 func encodeContinue(tok continueToken) string {

@@ -164,6 +164,26 @@ func (i *Informer) List() []*object.Object {
 	return out
 }
 
+// Snapshot returns a copy of the cache, by key, and the revision it
+// reflects, taken together.
+func (i *Informer) Snapshot() (map[string]*object.Object, uint64) {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	out := make(map[string]*object.Object, len(i.items))
+	for k, o := range i.items {
+		out[k] = o
+	}
+	return out, i.rev
+}
+
+// Corrupt counts the keys left out because their stored values are not
+// valid objects.
+func (i *Informer) Corrupt() int {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	return len(i.corrupt)
+}
+
 // Keys returns every cached key.
 func (i *Informer) Keys() []string {
 	i.mu.RLock()

@@ -148,10 +148,16 @@ func (s *Service) list(w http.ResponseWriter, r *http.Request, ref *resourceRef)
 		// Field selection happens here, so paging must too.
 		opts.Selector, opts.Limit = object.Selector{}, 0
 	}
-	res, err := ref.store.List(r.Context(), opts)
+	res, cached, err := s.lists.list(r.Context(), ref, opts)
+	source := "cache"
+	if err == nil && !cached {
+		source = "store"
+		res, err = ref.store.List(r.Context(), opts)
+	}
 	if err != nil {
 		return storeError(ref, "", err)
 	}
+	listsServed.WithLabelValues(ref.groupResource(), source).Inc()
 	s.reportCorrupt(w, r, ref, res.Corrupt)
 	items, encoded := res.Items, res.JSON
 	if len(f.fields) > 0 {

@@ -121,6 +121,8 @@ type Service struct {
 	openapi *openapi.Cache
 	// fields are the field managers of server-side apply.
 	fields *fieldmanager.Managers
+	// lists answers lists from memory once a kind's cache has synced.
+	lists *listCaches
 }
 
 // requestTimeout bounds a request that is not a watch or a log stream.
@@ -150,6 +152,7 @@ func New(cfg Config) (*Service, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.lists = newListCaches(s.log)
 	if s.reg == nil {
 		reg, err := schemas.New()
 		if err != nil {
@@ -221,7 +224,7 @@ func (s *Service) Run(ctx context.Context) error {
 		serveErr <- srv.Serve(ln)
 	}()
 	s.log.Info("api serving", "addr", ln.Addr().String())
-	loops := make(chan error, 8) // start and each of its loops
+	loops := make(chan error, 9) // start and each of its loops
 	go func() { loops <- s.start(ctx, loops) }()
 	var err error
 	select {
@@ -261,6 +264,7 @@ func (s *Service) start(ctx context.Context, errs chan<- error) error {
 	go func() { errs <- s.watchDefinitions(ctx) }()
 	go func() { errs <- s.watchCRDs(ctx) }()
 	go func() { errs <- s.compactLoop(ctx) }()
+	go func() { errs <- s.lists.run(ctx) }()
 	go func() { s.events.Run(ctx); errs <- nil }()
 	// Node agents write their pods through the API's replicas.
 	go func() { errs <- s.cfg.Bus.ServeNodeRelay(ctx, s.log) }()

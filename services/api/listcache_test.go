@@ -1,0 +1,134 @@
+package api_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/homeostat/homeostat/testenv/poll"
+)
+
+// listsFrom reads how many lists of resource the API (in this process)
+// has answered from source, cache or store, from its metrics.
+func listsFrom(t *testing.T, resource, source string) int {
+	t.Helper()
+	families, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "homeostat_api_lists_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["resource"] == resource && labels["source"] == source {
+				return int(m.GetCounter().GetValue())
+			}
+		}
+	}
+	return 0
+}
+
+// TestListsFromMemoryHoldEveryAcknowledgedWrite: once a kind's cache has
+// synced, lists are answered from the API's memory, and each still holds
+// every write acknowledged before it began (creates, updates and deletes
+// made through the API just before it), whole, in pages, and by label.
+func TestListsFromMemoryHoldEveryAcknowledgedWrite(t *testing.T) {
+	base := startAPI(t, conn(t))
+	cms := base + "/api/v1/namespaces/default/configmaps"
+	list := func(query string) corev1.ConfigMapList {
+		t.Helper()
+		r := call(t, "GET", cms+query, "", "")
+		mustCode(t, r, http.StatusOK, "")
+		var l corev1.ConfigMapList
+		if err := json.Unmarshal(r.body, &l); err != nil {
+			t.Fatalf("list%s: %v", query, err)
+		}
+		return l
+	}
+	// The first list starts the cache; later ones come from it once synced.
+	poll.Until(t, "a list answered from memory", 20*time.Second, func() bool {
+		list("")
+		return listsFrom(t, "configmaps", "cache") > 0
+	})
+
+	live := map[string]int{} // name: resourceVersion acknowledged
+	write := func(method, url, body string, want int) {
+		t.Helper()
+		ct := "application/json"
+		if method == "PATCH" {
+			ct = "application/merge-patch+json"
+		}
+		r := call(t, method, url, ct, body)
+		mustCode(t, r, want, "")
+		var cm corev1.ConfigMap
+		if err := json.Unmarshal(r.body, &cm); err != nil {
+			t.Fatal(err)
+		}
+		rv, _ := strconv.Atoi(cm.ResourceVersion)
+		live[cm.Name] = rv
+	}
+	check := func(round int, what string, l corev1.ConfigMapList, want func(name string) bool) {
+		t.Helper()
+		got := map[string]int{}
+		for _, cm := range l.Items {
+			rv, _ := strconv.Atoi(cm.ResourceVersion)
+			got[cm.Name] = rv
+		}
+		for name, rv := range live {
+			if !want(name) {
+				continue
+			}
+			if got[name] < rv {
+				t.Fatalf("round %d, %s: %s at %d, acknowledged at %d (listed: %v)", round, what, name, got[name], rv, got)
+			}
+		}
+		for name := range got {
+			if _, ok := live[name]; !ok || !want(name) {
+				t.Fatalf("round %d, %s: %s listed, deleted or not selected", round, what, name)
+			}
+		}
+	}
+	group := func(name string) string { n, _ := strconv.Atoi(name[2:]); return strconv.Itoa(n % 3) }
+	fromCache := listsFrom(t, "configmaps", "cache")
+	for i := range 30 {
+		name := fmt.Sprintf("cm%02d", i)
+		write("POST", cms, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"`+name+`","labels":{"g":"`+group(name)+`"}},"data":{"v":"0"}}`, http.StatusCreated)
+		if i%3 == 2 {
+			write("PATCH", cms+fmt.Sprintf("/cm%02d", i-1), `{"data":{"v":"`+strconv.Itoa(i)+`"}}`, http.StatusOK)
+		}
+		if i%5 == 4 {
+			gone := fmt.Sprintf("cm%02d", i-4)
+			mustCode(t, call(t, "DELETE", cms+"/"+gone, "", ""), http.StatusOK, "")
+			delete(live, gone)
+		}
+		all := func(string) bool { return true }
+		check(i, "whole", list(""), all)
+		var paged corev1.ConfigMapList
+		for q := "?limit=4"; ; {
+			page := list(q)
+			paged.Items = append(paged.Items, page.Items...)
+			if page.Continue == "" {
+				break
+			}
+			q = "?limit=4&continue=" + page.Continue
+		}
+		check(i, "in pages", paged, all)
+		check(i, "g=1", list("?labelSelector=g%3D1"), func(name string) bool { return group(name) == "1" })
+	}
+	// Lists answered from the store are correct too; these rounds are
+	// about the cache, so most of them must have come from it.
+	if n := listsFrom(t, "configmaps", "cache") - fromCache; n < 30 {
+		t.Fatalf("%d of the rounds' lists were answered from memory", n)
+	}
+}
