@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+
+	"github.com/homeostat/homeostat/object"
 )
 
 const (
@@ -17,15 +19,17 @@ const (
 
 // page serves one page of an unfiltered, limited list without reading the
 // namespace's values: the stream's leader lists the keys that hold a
-// message (names only), and the page's objects are fetched from it one
-// key at a time, in key order, passing over delete markers. A page of 500
-// out of 100,000 pods so reads 500 values, where a full read takes all of
+// message (names only), and the page's objects are fetched from it in
+// key order, in batches of the page's size or sixteen, whichever is more
+// (sixteen gets at once), passing over delete markers. A page of 500 out
+// of 100,000 pods so reads 500 values, where a full read takes all of
 // them, which is what a client paging through a large namespace (kubectl
 // and client-go page by 500) would otherwise pay for every page.
 //
 // A key's get costs about as much as streaming sixteen values, so a page
 // of more than a sixteenth of the namespace's keys is left to the full
-// read, and page answers false.
+// read, and page answers false; so is one that meets so many delete
+// markers that its gets pass a sixteenth of the keys.
 //
 // It holds what List promises: the revision, taken before the keys are
 // listed, covers every write acknowledged before the list began; a key
@@ -57,21 +61,28 @@ func (s *Store) page(ctx context.Context, filter string, opts ListOptions, tok c
 		out.Revision = tok.Revision
 	}
 	shared := opts.Shared
-	next := 0
+	next, last := 0, -1 // the next key to fetch; the page's last item's
 	for next < len(keys) && len(out.Items) < opts.Limit {
-		batch := keys[next:min(len(keys), next+opts.Limit-len(out.Items))]
-		next += len(batch)
+		// Past this many gets, delete markers make the full read cheaper.
+		if next > len(keys)/getCost {
+			return nil, false, nil
+		}
+		batch := keys[next:min(len(keys), next+max(opts.Limit-len(out.Items), pageGets))]
 		evs, err := s.fetchKeys(ctx, batch, shared)
 		if err != nil {
 			return nil, false, fmt.Errorf("bus: list %s: %w", s.spec.Resource, err)
 		}
-		for _, ev := range evs {
+		for i, ev := range evs {
+			if len(out.Items) == opts.Limit {
+				break
+			}
 			switch ev.Type {
 			case Added, Modified:
 				out.Items = append(out.Items, ev.Object)
 				if shared {
 					out.JSON = append(out.JSON, ev.JSON())
 				}
+				last = next + i
 			case Corrupt:
 				var ce *CorruptError
 				if errors.As(ev.Err, &ce) {
@@ -79,10 +90,11 @@ func (s *Store) page(ctx context.Context, filter string, opts ListOptions, tok c
 				}
 			}
 		}
+		next += len(batch)
 	}
-	if rest := len(keys) - next; rest > 0 && len(out.Items) > 0 {
+	if rest := len(keys) - (last + 1); len(out.Items) == opts.Limit && rest > 0 {
 		out.Remaining = int64(rest)
-		out.Continue = encodeContinue(continueToken{Revision: out.Revision, After: out.Items[len(out.Items)-1].Key()})
+		out.Continue = encodeContinue(continueToken{Revision: out.Revision, After: keys[last]})
 	}
 	return out, true, nil
 }
@@ -118,11 +130,60 @@ func (s *Store) fetchKeys(ctx context.Context, keys []string, shared bool) ([]Ev
 		}()
 	}
 	wg.Wait()
-	return evs, errors.Join(errs...)
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return evs, nil
 }
 
 // listablePage says whether a list is served by page: it is limited and
 // takes every object of the namespace.
 func listablePage(opts ListOptions) bool {
 	return opts.Limit > 0 && opts.Under == "" && opts.Selector.Empty()
+}
+
+// CatchUp brings objects held in memory, by key, that reflect every
+// message of the store up to after (an informer's cache, which has
+// applied each message it was delivered, in order) to the store's
+// present: it reads from the stream's leader each message after after,
+// in order, until none follows, and applies it to items (a value
+// replaces, a delete marker removes). It returns the revision items then
+// reflect: at least upTo, the stream's last sequence taken before the
+// caller's list began, so it covers every write acknowledged before
+// that.
+//
+// A watch passes over a message that a later write of its key replaced
+// before the watch reached it; so a cache that has reached a revision may
+// still lack a write at or below it, whose key was written again after
+// it. That write's key then holds a message after the cache's revision,
+// which CatchUp applies.
+//
+// It answers false, leaving items part-way, when more than most messages
+// follow or one holds no valid object: the caller reads the store.
+func (s *Store) CatchUp(ctx context.Context, items map[string]*object.Object, after, upTo uint64, most int) (uint64, bool, error) {
+	filter := s.filter("", "")
+	for n := 0; ; n++ {
+		m, err := s.conn.leaderGet(ctx, s.stream(), msgGetRequest{Seq: after + 1, NextFor: filter})
+		if errors.Is(err, ErrNotFound) {
+			return max(after, upTo), true, nil
+		}
+		if err != nil {
+			return 0, false, fmt.Errorf("bus: catching up on %s: %w", s.spec.Resource, err)
+		}
+		if n == most {
+			return 0, false, nil
+		}
+		ev := s.sharedEvent(rawMsg{subject: m.subject, header: m.header, data: m.data, seq: m.seq, time: m.time}, true)
+		switch ev.Type {
+		case Added, Modified:
+			items[ev.Key] = ev.Object
+		case Deleted:
+			delete(items, ev.Key)
+		default:
+			return 0, false, nil
+		}
+		after = m.seq
+	}
 }

@@ -599,10 +599,9 @@ func TestUpdateThatChangesNothing(t *testing.T) {
 }
 
 // TestPagesReadOnlyTheirKeys: a limited list without a selector, whose
-// page is a small share of the namespace, reads the values of its page's
-// keys alone, in key order, passing over deleted keys: a corrupt value
-// beyond the page is not met by the page, and is reported by the page
-// that holds its key. Each page says how many keys follow it, and carries
+// page is a small share of the namespace, reads its page's keys in key
+// order, passing over deleted keys: a corrupt value beyond the page is
+// not reported by the page, but by the page that holds its key. Each page says how many keys follow it, and carries
 // the first page's revision while reading afresh.
 func TestPagesReadOnlyTheirKeys(t *testing.T) {
 	ctx := context.Background()
@@ -664,5 +663,79 @@ func TestPagesReadOnlyTheirKeys(t *testing.T) {
 	}
 	if len(all) != 39 || all[len(all)-1] != "k99" || !sort.StringsAreSorted(all) {
 		t.Fatalf("the pages listed %v, want the 38 live valid keys of 40 and k99, in order", all)
+	}
+}
+
+// TestCatchUpBringsACopyToThePresent: objects that reflect the store up
+// to a revision, even ones that lack a write at or below it whose key was
+// written again later (a watch passes over a message replaced before it
+// got there), are brought to the present by the messages after that
+// revision: values replace, delete markers remove, and the revision
+// returned is at least the one given. More messages than allowed, or a
+// corrupt one, answer false.
+func TestCatchUpBringsACopyToThePresent(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, bustest.Conn(t))
+	create := func(name string) *object.Object {
+		t.Helper()
+		o, err := s.Create(ctx, widget("ns", name, `{"v":0}`, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	update := func(o *object.Object, v string) *object.Object {
+		t.Helper()
+		n := o.Clone()
+		n.Spec = []byte(`{"v":` + v + `}`)
+		u, err := s.Update(ctx, n, bus.UpdateOptions{Current: o})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	k := create("k")
+	j := create("j")
+	gone := create("gone")
+	// A copy as a watch may hold it at j's revision: k's second write,
+	// replaced by its third before the watch reached it, never came.
+	k2 := update(k, "2")
+	j2 := update(j, "2")
+	copyAt := map[string]*object.Object{"ns.k": k, "ns.j": j2, "ns.gone": gone}
+	after := rv(t, j2)
+	k3 := update(k2, "3")
+	if _, _, err := s.Delete(ctx, "ns.gone", bus.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	l := create("l")
+	upTo, err := s.LastRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, ok, err := s.CatchUp(ctx, copyAt, after, upTo, 10)
+	if err != nil || !ok {
+		t.Fatalf("catching up: %v %v", ok, err)
+	}
+	if at < upTo {
+		t.Fatalf("revision %d, below the last %d", at, upTo)
+	}
+	got := map[string]string{}
+	for key, o := range copyAt {
+		got[key] = o.Metadata.ResourceVersion
+	}
+	want := map[string]string{"ns.k": k3.Metadata.ResourceVersion, "ns.j": j2.Metadata.ResourceVersion, "ns.l": l.Metadata.ResourceVersion}
+	if !cmp.Equal(got, want) {
+		t.Fatalf("caught up to %v, want %v", got, want)
+	}
+	// From the start, more messages follow than allowed.
+	if _, ok, err := s.CatchUp(ctx, map[string]*object.Object{}, 0, upTo, 2); ok || err != nil {
+		t.Fatalf("with 2 messages allowed of more: %v %v", ok, err)
+	}
+	// A corrupt value cannot be brought into the copy.
+	if _, err := s.PutRaw(ctx, "ns.bad", []byte("not an object")); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := s.CatchUp(ctx, copyAt, at, at, 10); ok || err != nil {
+		t.Fatalf("over a corrupt value: %v %v", ok, err)
 	}
 }

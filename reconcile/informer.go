@@ -45,16 +45,20 @@ type Informer struct {
 	store *bus.Store
 	log   *slog.Logger
 
-	mu       sync.RWMutex
-	items    map[string]*object.Object
-	values   map[string]any
-	decode   func(*object.Object) any
-	rev      uint64
-	synced   bool
-	indexers map[string]IndexFunc
-	indexes  map[string]map[string]map[string]struct{}
-	handlers []func(Change)
-	revMoved chan struct{} // closed and replaced whenever rev moves
+	mu     sync.RWMutex
+	items  map[string]*object.Object
+	values map[string]any
+	decode func(*object.Object) any
+	rev    uint64
+	// delivered is the revision of the last message the watch delivered:
+	// rev may be ahead of it, moved to the stream's last sequence when the
+	// watch said it had caught up.
+	delivered uint64
+	synced    bool
+	indexers  map[string]IndexFunc
+	indexes   map[string]map[string]map[string]struct{}
+	handlers  []func(Change)
+	revMoved  chan struct{} // closed and replaced whenever rev moves
 	// onCorrupt hears of keys whose stored value is not a valid object.
 	onCorrupt func(ctx context.Context, k Kind, key string, err error)
 	corrupt   map[string]bool
@@ -164,24 +168,18 @@ func (i *Informer) List() []*object.Object {
 	return out
 }
 
-// Snapshot returns a copy of the cache, by key, and the revision it
-// reflects, taken together.
-func (i *Informer) Snapshot() (map[string]*object.Object, uint64) {
+// Snapshot returns a copy of the cache, by key, taken with the revision
+// of the last message the watch delivered (every message up to it that
+// was still its key's latest is applied), and the count of keys left out
+// because their stored values are not valid objects.
+func (i *Informer) Snapshot() (items map[string]*object.Object, delivered uint64, corrupt int) {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
-	out := make(map[string]*object.Object, len(i.items))
+	items = make(map[string]*object.Object, len(i.items))
 	for k, o := range i.items {
-		out[k] = o
+		items[k] = o
 	}
-	return out, i.rev
-}
-
-// Corrupt counts the keys left out because their stored values are not
-// valid objects.
-func (i *Informer) Corrupt() int {
-	i.mu.RLock()
-	defer i.mu.RUnlock()
-	return len(i.corrupt)
+	return items, i.delivered, len(i.corrupt)
 }
 
 // Keys returns every cached key.
@@ -266,9 +264,14 @@ func (i *Informer) indexRemove(name string, fn IndexFunc, key string, o *object.
 }
 
 // apply updates the cache and returns the change to hand to handlers.
-func (i *Informer) apply(ev bus.Event) (Change, bool) {
+// apply applies ev, one the watch delivered or (not delivered) one the
+// informer makes itself.
+func (i *Informer) apply(ev bus.Event, delivered bool) (Change, bool) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	if delivered {
+		i.delivered = max(i.delivered, ev.Revision)
+	}
 	old := i.items[ev.Key]
 	ch := Change{Old: old, OldValue: i.values[ev.Key], Revision: ev.Revision, Trace: ev.Trace}
 	for name, fn := range i.indexers {
@@ -349,6 +352,11 @@ func (i *Informer) watch(ctx context.Context, after uint64) error {
 	if after > baseline {
 		after = 0 // the bucket was dropped and made again: list it afresh
 	}
+	if after == 0 {
+		i.mu.Lock()
+		i.delivered = 0 // a list afresh
+		i.mu.Unlock()
+	}
 	// Shared: the cache hands out its objects unchanged, so every informer
 	// and shared reader of the kind in this process decodes a change once.
 	ch, err := i.store.Watch(ctx, bus.WatchOptions{AfterRevision: after, Buffer: 4096, Shared: true})
@@ -382,7 +390,7 @@ func (i *Informer) watch(ctx context.Context, after uint64) error {
 		if relist {
 			seen[ev.Key] = true
 		}
-		if ch, ok := i.apply(ev); ok {
+		if ch, ok := i.apply(ev, true); ok {
 			i.notify(ch)
 		}
 	}
@@ -433,7 +441,7 @@ func (i *Informer) dropUnseen(seen map[string]bool, rev uint64) {
 	}
 	for _, k := range i.Keys() {
 		if !seen[k] {
-			if ch, ok := i.apply(bus.Event{Type: bus.Deleted, Key: k, Revision: rev}); ok {
+			if ch, ok := i.apply(bus.Event{Type: bus.Deleted, Key: k, Revision: rev}, false); ok {
 				i.notify(ch)
 			}
 		}

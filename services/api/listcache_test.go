@@ -1,16 +1,19 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/testenv/poll"
 )
 
@@ -42,9 +45,11 @@ func listsFrom(t *testing.T, resource, source string) int {
 // TestListsFromMemoryHoldEveryAcknowledgedWrite: once a kind's cache has
 // synced, lists are answered from the API's memory, and each still holds
 // every write acknowledged before it began (creates, updates and deletes
-// made through the API just before it), whole, in pages, and by label.
+// made through the API just before it), whole, in pages, and by label,
+// while another writer keeps rewriting the same objects.
 func TestListsFromMemoryHoldEveryAcknowledgedWrite(t *testing.T) {
-	base := startAPI(t, conn(t))
+	c := conn(t)
+	base := startAPI(t, c)
 	cms := base + "/api/v1/namespaces/default/configmaps"
 	list := func(query string) corev1.ConfigMapList {
 		t.Helper()
@@ -99,6 +104,28 @@ func TestListsFromMemoryHoldEveryAcknowledgedWrite(t *testing.T) {
 			}
 		}
 	}
+	// Another writer keeps rewriting the same objects, so that the cache's
+	// watch passes over messages replaced before it reaches them.
+	store, err := c.Store(context.Background(), bus.StoreSpec{Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(context.Background())
+	var writer sync.WaitGroup
+	writer.Add(1)
+	go func() {
+		defer writer.Done()
+		for n := 0; wctx.Err() == nil; n++ {
+			cur, err := store.Get(wctx, fmt.Sprintf("default.cm%02d", n%30))
+			if err != nil {
+				continue // not made yet, or deleted
+			}
+			next := cur.Clone()
+			next.Metadata.Annotations = map[string]string{"n": strconv.Itoa(n)}
+			_, _ = store.Update(wctx, next, bus.UpdateOptions{Current: cur})
+		}
+	}()
+	defer func() { stop(); writer.Wait() }()
 	group := func(name string) string { n, _ := strconv.Atoi(name[2:]); return strconv.Itoa(n % 3) }
 	fromCache := listsFrom(t, "configmaps", "cache")
 	for i := range 30 {
@@ -130,5 +157,13 @@ func TestListsFromMemoryHoldEveryAcknowledgedWrite(t *testing.T) {
 	// about the cache, so most of them must have come from it.
 	if n := listsFrom(t, "configmaps", "cache") - fromCache; n < 30 {
 		t.Fatalf("%d of the rounds' lists were answered from memory", n)
+	}
+	// Events expire without a message a watch would see: their lists
+	// always read the store.
+	for range 3 {
+		mustCode(t, call(t, "GET", base+"/api/v1/namespaces/default/events", "", ""), http.StatusOK, "")
+	}
+	if n := listsFrom(t, "events", "cache"); n != 0 || listsFrom(t, "events", "store") < 3 {
+		t.Fatalf("lists of events answered from memory: %d", n)
 	}
 }
