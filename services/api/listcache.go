@@ -13,8 +13,12 @@ import (
 )
 
 // listCaches answer lists from memory, as the Kubernetes API server
-// answers consistent lists from its watch cache. The first list of a
-// built-in kind starts an informer of it, kept until the API stops. Once
+// answers consistent lists from its watch cache. The first list of every
+// object of a built-in kind (one without a limit) starts an informer of
+// it, kept until the API stops; a limited list uses one that runs but
+// starts none, since a page of a large namespace reads only its own
+// values (bus.Store.List), and so a restart's paged reads do not add a
+// reader of every object while the controllers' caches fill. Once
 // that has synced, a list takes the stream's last revision from its
 // leader, gives the informer up to cacheWait to reach it, copies the
 // informer's objects with the revision of the last message it was
@@ -88,7 +92,9 @@ func (c *listCaches) list(ctx context.Context, ref *resourceRef, opts bus.ListOp
 	if !ok || ref.res.Custom || ref.res.TTL > 0 {
 		return nil, false, nil
 	}
-	inf := c.informer(ref, st)
+	// A limited list of a large namespace reads its page alone; only a
+	// list of everything makes a cache worth its price.
+	inf := c.informer(ref, st, opts.Limit == 0)
 	if inf == nil || !inf.Synced() {
 		return nil, false, nil
 	}
@@ -110,12 +116,12 @@ func (c *listCaches) list(ctx context.Context, ref *resourceRef, opts bus.ListOp
 	return res, err == nil, err
 }
 
-// informer is the cache of st, started on first need; nil while it is
-// being started, or when the caches do not run.
-func (c *listCaches) informer(ref *resourceRef, st *bus.Store) *reconcile.Informer {
+// informer is the cache of st, started when start is set and it has
+// none; nil when it has none yet.
+func (c *listCaches) informer(ref *resourceRef, st *bus.Store, start bool) *reconcile.Informer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if inf, ok := c.byRes[st]; ok {
+	if inf, ok := c.byRes[st]; ok || !start {
 		return inf
 	}
 	inf := reconcile.NewInformer(reconcile.KindOf(ref.res), st, c.log)

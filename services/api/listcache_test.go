@@ -158,6 +158,13 @@ func TestListsFromMemoryHoldEveryAcknowledgedWrite(t *testing.T) {
 	if n := listsFrom(t, "configmaps", "cache") - fromCache; n < 30 {
 		t.Fatalf("%d of the rounds' lists were answered from memory", n)
 	}
+	// Limited lists alone start no cache: they read their pages.
+	for range 3 {
+		mustCode(t, call(t, "GET", base+"/api/v1/namespaces/default/secrets?limit=1", "", ""), http.StatusOK, "")
+	}
+	if n := listsFrom(t, "secrets", "cache"); n != 0 {
+		t.Fatalf("limited lists of secrets answered from memory: %d", n)
+	}
 	// Events expire without a message a watch would see: their lists
 	// always read the store.
 	for range 3 {
