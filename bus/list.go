@@ -96,9 +96,9 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (*ListResult, error)
 }
 
 // paginate is the page of items (by key) that opts and tok ask for: those
-// matching the selector, in key order, after the token's key, at most the
-// limit, with the token of the next page and the count of the items after
-// it. revision is what the items reflect; a continued list keeps the
+// of the namespace matching the selector, in key order, after the token's
+// key, at most the limit, with the token of the next page and the count
+// of the items after it. revision is what the items reflect; a continued list keeps the
 // first page's. jsonOf, when given, gives each item's JSON.
 func paginate(items map[string]*object.Object, revision uint64, opts ListOptions, tok continueToken, jsonOf func(string, *object.Object) []byte) *ListResult {
 	out := &ListResult{Revision: revision}
@@ -114,7 +114,7 @@ func paginate(items map[string]*object.Object, revision uint64, opts ListOptions
 	sort.Strings(keys)
 	for _, k := range keys {
 		o := items[k]
-		if !opts.Selector.Matches(o.Metadata.Labels) {
+		if opts.Namespace != "" && o.Metadata.Namespace != opts.Namespace || !opts.Selector.Matches(o.Metadata.Labels) {
 			continue
 		}
 		if opts.Limit > 0 && len(out.Items) == opts.Limit {
@@ -146,15 +146,6 @@ func (s *Store) PageOf(items map[string]*object.Object, revision uint64, opts Li
 	tok, err := decodeContinue(opts.Continue)
 	if err != nil {
 		return nil, err
-	}
-	if opts.Namespace != "" {
-		in := make(map[string]*object.Object, len(items))
-		for k, o := range items {
-			if o.Metadata.Namespace == opts.Namespace {
-				in[k] = o
-			}
-		}
-		items = in
 	}
 	var jsonOf func(string, *object.Object) []byte
 	if opts.Shared {

@@ -353,8 +353,9 @@ func (i *Informer) watch(ctx context.Context, after uint64) error {
 		after = 0 // the bucket was dropped and made again: list it afresh
 	}
 	if after == 0 {
+		// A list afresh: until it has synced, the cache is not the store's.
 		i.mu.Lock()
-		i.delivered = 0 // a list afresh
+		i.delivered, i.synced = 0, false
 		i.mu.Unlock()
 	}
 	// Shared: the cache hands out its objects unchanged, so every informer

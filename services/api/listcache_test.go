@@ -45,8 +45,9 @@ func listsFrom(t *testing.T, resource, source string) int {
 // TestListsFromMemoryHoldEveryAcknowledgedWrite: once a kind's cache has
 // synced, lists are answered from the API's memory, and each still holds
 // every write acknowledged before it began (creates, updates and deletes
-// made through the API just before it), whole, in pages, and by label,
-// while another writer keeps rewriting the same objects.
+// made through the API just before it) and nothing of another namespace,
+// whole, in pages, and by label, while another writer keeps rewriting the
+// same objects.
 func TestListsFromMemoryHoldEveryAcknowledgedWrite(t *testing.T) {
 	c := conn(t)
 	base := startAPI(t, c)
@@ -61,6 +62,9 @@ func TestListsFromMemoryHoldEveryAcknowledgedWrite(t *testing.T) {
 		}
 		return l
 	}
+	// An object of another namespace is in the cache, never in these lists.
+	mustCode(t, call(t, "POST", base+"/api/v1/namespaces/kube-public/configmaps", "application/json",
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"elsewhere"}}`), http.StatusCreated, "")
 	// The first list starts the cache; later ones come from it once synced.
 	poll.Until(t, "a list answered from memory", 20*time.Second, func() bool {
 		list("")
