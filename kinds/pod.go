@@ -74,7 +74,9 @@ type EnvVar struct {
 	ValueFrom *EnvVarSource `json:"valueFrom,omitempty"`
 }
 
-// ContainerPort is a port a container listens on.
+// ContainerPort is a port a container listens on. A container's processes
+// share the node's network, so the port is the node's: ContainerPort 0
+// asks the node for a free one, and HostPort, when set, equals it.
 type ContainerPort struct {
 	Name          string `json:"name,omitempty"`
 	ContainerPort int32  `json:"containerPort"`
@@ -239,6 +241,9 @@ type ContainerStatus struct {
 	RestartCount         int32          `json:"restartCount"`
 	Image                string         `json:"image,omitempty"`
 	PID                  int            `json:"pid,omitempty"`
+	// Ports are the container's ports as its node gave them: a port
+	// declared without a number (containerPort 0) has the one picked for it.
+	Ports []ContainerPort `json:"ports,omitempty"`
 }
 
 // ContainerState is exactly one of waiting, running, terminated.

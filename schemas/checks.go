@@ -86,6 +86,7 @@ func podSpecChecks(spec map[string]any, at string) []Cause {
 			out = append(out, envChecks(cm, fmt.Sprintf("%s.%s[%d]", at, list, i))...)
 		}
 	}
+	out = append(out, portChecks(spec, at)...)
 	return append(out, volumeChecks(spec, at)...)
 }
 

@@ -127,7 +127,7 @@ func (e *Env) Scheduler(identity string) (*scheduler.Service, func()) {
 
 // Node starts one simulated node agent.
 func (e *Env) Node(name string, capacity kinds.ResourceList, labels map[string]string, mutate ...func(*nodeagent.Config)) (stop func()) {
-	cfg := nodeagent.Config{Bus: e.Client(), NodeName: name, Runtime: nodeagent.Simulated{}, Capacity: capacity, Labels: labels,
+	cfg := nodeagent.Config{Bus: e.Client(), NodeName: name, Runtime: nodeagent.NewSimulated(0), Capacity: capacity, Labels: labels,
 		HeartbeatEvery: 500 * time.Millisecond, Grace: 2 * time.Second}
 	for _, m := range mutate {
 		m(&cfg)

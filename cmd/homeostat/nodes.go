@@ -47,6 +47,8 @@ type agentOptions struct {
 	// configSync is how often pods' ConfigMaps and Secrets are fetched again.
 	configSync time.Duration
 	podUser    string
+	// portRange is where ports declared without a number are picked.
+	portRange string
 	// The log endpoint's TLS, required beyond loopback.
 	tlsCert, tlsKey, clientCA string
 }
@@ -72,6 +74,21 @@ func (o *agentOptions) defaultUser() (*process.Identity, error) {
 	return &process.Identity{UID: uint32(uid), GID: uint32(gid)}, nil
 }
 
+const portRangeHelp = "MIN-MAX: the ports a pod's port declared without a number (containerPort 0) is given"
+
+var defaultPortRange = fmt.Sprintf("%d-%d", process.DefaultPortMin, process.DefaultPortMax)
+
+// ports reads --port-range.
+func (o *agentOptions) ports() (lo, hi int32, err error) {
+	a, b, ok := strings.Cut(o.portRange, "-")
+	x, errA := strconv.ParseUint(strings.TrimSpace(a), 10, 16)
+	y, errB := strconv.ParseUint(strings.TrimSpace(b), 10, 16)
+	if !ok || errA != nil || errB != nil || x == 0 || y < x {
+		return 0, 0, fmt.Errorf("--port-range %q: want MIN-MAX, ports from 1 to 65535 with MIN <= MAX", o.portRange)
+	}
+	return int32(x), int32(y), nil
+}
+
 const configSyncHelp = "how often pods' ConfigMaps and Secrets are fetched again: a waiting pod retries, mounted files are rewritten"
 
 func (o *agentOptions) register(cmd *cobra.Command) {
@@ -93,6 +110,7 @@ func (o *agentOptions) register(cmd *cobra.Command) {
 	f.DurationVar(&o.backoff, "restart-backoff", 10*time.Second, "first crash-loop back-off; it doubles up to 5m")
 	f.DurationVar(&o.configSync, "config-sync", 10*time.Second, configSyncHelp)
 	f.StringVar(&o.podUser, "pod-user", "", podUserHelp)
+	f.StringVar(&o.portRange, "port-range", defaultPortRange, portRangeHelp)
 }
 
 func (o *agentOptions) resources() (kinds.ResourceList, error) {
@@ -235,12 +253,16 @@ func runAgent(ctx context.Context, g *globals, o *agentOptions, conn *bus.Conn) 
 	if err != nil {
 		return err
 	}
+	portMin, portMax, err := o.ports()
+	if err != nil {
+		return err
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("finding this program for the log shim: %w", err)
 	}
 	rt, err := process.New(process.Config{Node: o.name, Agent: identity, Dir: o.dataDir, Logger: log, BackoffBase: o.backoff, DefaultUser: podUser,
-		LogShim: []string{self, "logshim"}})
+		LogShim: []string{self, "logshim"}, PortMin: portMin, PortMax: portMax})
 	if err != nil {
 		return fmt.Errorf("--data-dir: %w", err)
 	}

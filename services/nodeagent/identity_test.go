@@ -29,7 +29,7 @@ type agentRun struct {
 func startAgent(t *testing.T, conn *bus.Conn, node, identity string) *agentRun {
 	t.Helper()
 	addr := map[string]string{"a": "127.0.0.10", "b": "127.0.0.11"}[identity]
-	a, err := nodeagent.New(nodeagent.Config{Bus: conn, NodeName: node, Identity: identity, Runtime: nodeagent.Simulated{},
+	a, err := nodeagent.New(nodeagent.Config{Bus: conn, NodeName: node, Identity: identity, Runtime: nodeagent.NewSimulated(0),
 		Capacity: kinds.ResourceList{"cpu": "4", "memory": "8Gi", "pods": "20"}, Address: addr,
 		Labels: map[string]string{"test/agent": identity}, HeartbeatEvery: 300 * time.Millisecond, Grace: 30 * time.Second})
 	if err != nil {
@@ -195,7 +195,7 @@ func TestStatusOutlastsAnUnavailableWriter(t *testing.T) {
 	}
 	w := &unavailableWriter{pods: pods}
 	w.fails.Store(7)
-	a, err := nodeagent.New(nodeagent.Config{Bus: e.Conn, Pods: w, NodeName: "n1", Runtime: nodeagent.Simulated{},
+	a, err := nodeagent.New(nodeagent.Config{Bus: e.Conn, Pods: w, NodeName: "n1", Runtime: nodeagent.NewSimulated(0),
 		Capacity: kinds.ResourceList{"cpu": "4", "memory": "8Gi", "pods": "20"}})
 	if err != nil {
 		t.Fatal(err)

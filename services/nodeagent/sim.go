@@ -12,37 +12,50 @@ import (
 	"github.com/homeostat/homeostat/clock"
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/services/nodeagent/process"
 )
 
 // Simulated is a runtime that runs nothing: a pod's containers report
 // Running and Ready after Delay. It lets one process host many virtual
-// nodes for scale tests and benchmarks.
+// nodes for scale tests and benchmarks. Its pods' ports are booked as a
+// real node's are, so that Services find them, but nothing listens.
 type Simulated struct {
-	Delay time.Duration
+	delay time.Duration
+	ports *process.PortBook
+}
+
+// NewSimulated is a simulated node's runtime.
+func NewSimulated(delay time.Duration) *Simulated {
+	return &Simulated{delay: delay, ports: process.NewPortBook(0, 0, nil)}
 }
 
 // Discover finds nothing to stop: a simulated container has no process
 // to outlive its host. Run adopts those its pod's status says run.
-func (Simulated) Discover(context.Context) (map[string]bool, error) { return nil, nil }
+func (*Simulated) Discover(context.Context) (map[string]bool, error) { return nil, nil }
 
 // Run reports the pod creating, then running and ready, then waits. A pod
 // whose status already says every container runs is adopted as it is, and
 // nothing is reported, as a real node's agent adopts the processes that
 // outlived it: a restarted host then writes nothing for its pods, where it
 // would otherwise rewrite every one of them at once.
-func (s Simulated) Run(ctx context.Context, pod *kinds.Pod, report func(kinds.PodStatus)) {
+func (s *Simulated) Run(ctx context.Context, pod *kinds.Pod, report func(kinds.PodStatus)) {
+	_, mains, err := s.ports.Assign(pod, process.PortsBefore(pod.Status))
+	if err != nil {
+		report(kinds.PodStatus{Phase: kinds.PodFailed, Reason: "NodePorts", Message: err.Error()})
+		return
+	}
 	if adopted(pod) {
 		<-ctx.Done()
 		return
 	}
 	var cs []kinds.ContainerStatus
-	for _, c := range pod.Spec.Containers {
-		cs = append(cs, kinds.ContainerStatus{Name: c.Name, Image: c.Image,
+	for _, c := range mains {
+		cs = append(cs, kinds.ContainerStatus{Name: c.Name, Image: c.Image, Ports: c.Ports,
 			State: kinds.ContainerState{Waiting: &kinds.StateWaiting{Reason: "ContainerCreating"}}})
 	}
-	if s.Delay > 0 {
+	if s.delay > 0 {
 		report(kinds.PodStatus{Phase: kinds.PodPending, ContainerStatuses: cs, Conditions: conditions(object.ConditionFalse)})
-		if !clock.Sleep(ctx, s.Delay) {
+		if !clock.Sleep(ctx, s.delay) {
 			return
 		}
 	}
@@ -79,17 +92,17 @@ func conditions(ready string) []object.Condition {
 	}
 }
 
-// Stop stops nothing.
-func (Simulated) Stop(context.Context, string, time.Duration) {}
+// Stop gives the pod's ports back.
+func (s *Simulated) Stop(_ context.Context, uid string, _ time.Duration) { s.ports.Release(uid) }
 
 // Cleanup cleans nothing.
-func (Simulated) Cleanup(context.Context, map[string]bool) {}
+func (*Simulated) Cleanup(context.Context, map[string]bool) {}
 
 // Project writes nothing: simulated containers read no files.
-func (Simulated) Project(*kinds.Pod, []kinds.ProjectedVolume) error { return nil }
+func (*Simulated) Project(*kinds.Pod, []kinds.ProjectedVolume) error { return nil }
 
 // LogPath: simulated containers write no logs.
-func (Simulated) LogPath(string, string, bool) (string, error) {
+func (*Simulated) LogPath(string, string, bool) (string, error) {
 	return "", errors.New("simulated containers write no logs")
 }
 
@@ -143,7 +156,7 @@ func RunSimulated(ctx context.Context, cfg SimConfig) error {
 		}
 		a, err := New(Config{
 			Bus: cfg.Bus, Logger: cfg.Logger, NodeName: name, Identity: identity,
-			Runtime: Simulated{Delay: cfg.Delay}, Capacity: cfg.Capacity,
+			Runtime: NewSimulated(cfg.Delay), Capacity: cfg.Capacity,
 			Labels:         map[string]string{"homeostat.io/simulated": "true"},
 			HeartbeatEvery: cfg.HeartbeatEvery, Grace: cfg.Grace, Fields: fields, Index: shared, DerivesPods: true, Pods: writes,
 		})

@@ -158,7 +158,7 @@ func TestSimulatedRuntimeAdoptsRunningPods(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel() // Run returns once it has reported what it reports at once
 			var reports []kinds.PodStatus
-			nodeagent.Simulated{}.Run(ctx, pod, func(st kinds.PodStatus) { reports = append(reports, st) })
+			nodeagent.NewSimulated(0).Run(ctx, pod, func(st kinds.PodStatus) { reports = append(reports, st) })
 			if tc.adopted {
 				if len(reports) != 0 {
 					t.Fatalf("an adopted pod reported %+v", reports)

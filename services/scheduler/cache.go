@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"sort"
+	"strconv"
 	"sync"
 
 	"github.com/homeostat/homeostat/kinds"
@@ -22,7 +23,10 @@ type nodeInfo struct {
 	pods      map[string]*kinds.Pod
 	// owned counts the pods above by the uid of their controller, so that
 	// spreading a pod's siblings reads one count, not every pod.
-	owned       map[string]int
+	owned map[string]int
+	// ports counts the node ports its pods declare by number
+	// ("TCP/8080"): a pod's processes share the node's network.
+	ports       map[string]int
 	labels      map[string]string
 	name        string
 	schedulable bool
@@ -45,7 +49,7 @@ type cache struct {
 }
 
 func newNodeInfo(name string) *nodeInfo {
-	return &nodeInfo{pods: map[string]*kinds.Pod{}, owned: map[string]int{}, name: name}
+	return &nodeInfo{pods: map[string]*kinds.Pod{}, owned: map[string]int{}, ports: map[string]int{}, name: name}
 }
 
 func newCache() *cache {
@@ -64,6 +68,28 @@ func podRequests(spec kinds.PodSpec) (cpu, mem int64) {
 		mem = max(mem, c.Resources.Requests["memory"].IntValue())
 	}
 	return cpu, mem
+}
+
+// hostPorts are the node ports a pod takes wherever it runs: those its
+// containers declare by number, as "TCP/8080". A port declared without a
+// number is given a free one by the node, so it takes none here.
+func hostPorts(spec kinds.PodSpec) []string {
+	var out []string
+	for _, cs := range [][]kinds.Container{spec.InitContainers, spec.Containers} {
+		for _, c := range cs {
+			for _, p := range c.Ports {
+				if p.ContainerPort == 0 {
+					continue
+				}
+				proto := p.Protocol
+				if proto == "" {
+					proto = "TCP"
+				}
+				out = append(out, proto+"/"+strconv.Itoa(int(p.ContainerPort)))
+			}
+		}
+	}
+	return out
 }
 
 func (c *cache) setNode(o *object.Object) {
@@ -143,6 +169,9 @@ func (c *cache) count(key, node string, p *kinds.Pod) {
 	if ref, ok := p.Metadata.ControllerOf(); ok {
 		n.owned[ref.UID]++
 	}
+	for _, hp := range hostPorts(p.Spec) {
+		n.ports[hp]++
+	}
 	c.podNode[key] = node
 	if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.Required) > 0 {
 		c.anti[key] = p
@@ -168,6 +197,11 @@ func (c *cache) uncount(key string) {
 		if ref, ok := p.Metadata.ControllerOf(); ok {
 			if n.owned[ref.UID]--; n.owned[ref.UID] <= 0 {
 				delete(n.owned, ref.UID)
+			}
+		}
+		for _, hp := range hostPorts(p.Spec) {
+			if n.ports[hp]--; n.ports[hp] <= 0 {
+				delete(n.ports, hp)
 			}
 		}
 	}

@@ -20,6 +20,7 @@ type candidate struct {
 	mem    int64
 	owner  string // controller owner UID, for spreading
 	spread []spreadCounts
+	ports  []string // hostPorts
 }
 
 // spreadCounts counts pods matching a topology spread constraint per domain.
@@ -33,6 +34,7 @@ type spreadCounts struct {
 func newCandidate(key string, p *kinds.Pod, nodes []*nodeInfo) *candidate {
 	c := &candidate{key: key, pod: p}
 	c.cpu, c.mem = podRequests(p.Spec)
+	c.ports = hostPorts(p.Spec)
 	if ref, ok := p.Metadata.ControllerOf(); ok {
 		c.owner = ref.UID
 	}
@@ -102,6 +104,9 @@ func filter(c *candidate, n *nodeInfo, all []*nodeInfo, cc *cache) string {
 	if c.mem > 0 && n.reqMem+c.mem > n.allocMem {
 		return "Insufficient memory"
 	}
+	if !portsFree(c, n) {
+		return "node(s) didn't have free ports for the requested pod ports"
+	}
 	if !antiAffinityOK(c, n, all) {
 		return "node(s) didn't match pod anti-affinity rules"
 	}
@@ -121,6 +126,21 @@ func filter(c *candidate, n *nodeInfo, all []*nodeInfo, cc *cache) string {
 		}
 	}
 	return ""
+}
+
+// portsFree: no other pod of the node declares a port the pod declares.
+func portsFree(c *candidate, n *nodeInfo) bool {
+	_, counted := n.pods[c.key]
+	for _, hp := range c.ports {
+		held := n.ports[hp]
+		if counted {
+			held-- // the pod itself, assumed here already
+		}
+		if held > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // antiAffinityOK: no pod selected by a required anti-affinity term runs in

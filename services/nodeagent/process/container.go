@@ -41,15 +41,22 @@ func (r *Runtime) Run(ctx context.Context, pod *kinds.Pod, report func(kinds.Pod
 		report(pod.Status)
 		return
 	}
+	inits, mains, err := r.ports.Assign(pod, portsBefore(pod.Status, r.survivors(pod.Metadata.UID)))
+	if err != nil {
+		// Kubernetes' kubelet refuses such a pod the same way: it fails,
+		// and its controller makes another that the scheduler places anew.
+		report(kinds.PodStatus{Phase: kinds.PodFailed, Reason: "NodePorts", Message: err.Error()})
+		return
+	}
 	pr := &podRun{r: r, pod: pod, report: report}
 	prev := map[string]kinds.ContainerStatus{}
 	for _, cs := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
 		prev[cs.Name] = cs
 	}
-	for _, c := range pod.Spec.InitContainers {
+	for _, c := range inits {
 		pr.inits = append(pr.inits, newSupervisor(pr, c, true, prev[c.Name]))
 	}
-	for _, c := range pod.Spec.Containers {
+	for _, c := range mains {
 		pr.mains = append(pr.mains, newSupervisor(pr, c, false, prev[c.Name]))
 	}
 	pr.changed()
@@ -106,6 +113,17 @@ func (s *supervisor) keep(prev kinds.ContainerStatus) {
 	}
 	s.finished, s.ranBefore = true, false
 	s.mu.Unlock()
+}
+
+// survivors are a pod's adopted processes not yet claimed, by container.
+func (r *Runtime) survivors(uid string) map[string]found {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]found, len(r.adopted[uid]))
+	for c, f := range r.adopted[uid] {
+		out[c] = f
+	}
+	return out
 }
 
 func (r *Runtime) hasSurvivors(uid string) bool {
@@ -203,7 +221,7 @@ type supervisor struct {
 }
 
 func newSupervisor(pr *podRun, c kinds.Container, init bool, prev kinds.ContainerStatus) *supervisor {
-	s := &supervisor{pr: pr, c: c, init: init, status: kinds.ContainerStatus{Name: c.Name, Image: c.Image,
+	s := &supervisor{pr: pr, c: c, init: init, status: kinds.ContainerStatus{Name: c.Name, Image: c.Image, Ports: c.Ports,
 		State: kinds.ContainerState{Waiting: &kinds.StateWaiting{Reason: "ContainerCreating"}}}}
 	s.status.RestartCount = prev.RestartCount
 	s.status.LastTerminationState = prev.LastTerminationState
@@ -489,8 +507,9 @@ func (s *supervisor) boundLog(p *proc) {
 
 // environ is the container's environment: a PATH that finds homeostat
 // itself first (so the demo server runs as "homeostat demo"), the root its
-// mounts are in, the pod's variables (each may use those before it as
-// $(NAME)), and the markers that let a restarted agent find the process.
+// mounts are in, its ports (portEnv), the pod's variables (each may use
+// those before it as $(NAME)), and the markers that let a restarted agent
+// find the process.
 func (s *supervisor) environ(restarts int32) []string {
 	path := os.Getenv("PATH")
 	if exe, err := os.Executable(); err == nil {
@@ -502,6 +521,7 @@ func (s *supervisor) environ(restarts int32) []string {
 	if len(s.c.VolumeMounts) > 0 {
 		env = append(env, envRoot+"="+s.pr.r.rootDir(pod.Metadata.UID, s.c.Name))
 	}
+	env = append(env, portEnv(s.c.Ports)...)
 	for _, e := range s.c.Env {
 		env = append(env, e.Name+"="+expand(e.Value, envLookup(env)))
 	}

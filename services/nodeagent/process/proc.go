@@ -17,6 +17,7 @@ const (
 	envPodUID    = "HOMEOSTAT_POD_UID"
 	envContainer = "HOMEOSTAT_CONTAINER"
 	envRestarts  = "HOMEOSTAT_RESTARTS"
+	envPorts     = "HOMEOSTAT_PORTS"
 )
 
 // found is a container process discovered in /proc.
@@ -25,6 +26,7 @@ type found struct {
 	podUID    string
 	container string
 	restarts  int
+	ports     map[string]int32 // the numbers of its named ports
 }
 
 // scan finds the process-group leaders carrying the markers of this node
@@ -57,7 +59,7 @@ func scan(node, agent string) []found {
 			continue
 		}
 		n, _ := strconv.Atoi(vars[envRestarts])
-		out = append(out, found{pid: pid, podUID: vars[envPodUID], container: vars[envContainer], restarts: n})
+		out = append(out, found{pid: pid, podUID: vars[envPodUID], container: vars[envContainer], restarts: n, ports: parsePorts(vars[envPorts])})
 	}
 	return out
 }

@@ -37,6 +37,9 @@ type Config struct {
 	// LogShim is the command of the log shim (RunLogShim), such as
 	// homeostat logshim; without one, output goes to the log unstamped.
 	LogShim []string
+	// PortMin and PortMax bound the ports the runtime picks for ports
+	// declared without a number (default DefaultPortMin–DefaultPortMax).
+	PortMin, PortMax int32
 }
 
 // Runtime runs containers as processes.
@@ -46,6 +49,8 @@ type Runtime struct {
 	cgroups bool
 	// agent is whom the agent runs as.
 	agent Identity
+
+	ports *PortBook
 
 	mu      sync.Mutex
 	procs   map[string]map[string]*proc // pod uid -> container -> process
@@ -89,7 +94,7 @@ func New(cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	r := &Runtime{cfg: cfg, log: log, procs: map[string]map[string]*proc{}, adopted: map[string]map[string]found{},
-		agent: Identity{UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}}
+		ports: NewPortBook(cfg.PortMin, cfg.PortMax, osFree), agent: Identity{UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}}
 	if r.agent.UID == 0 && cfg.DefaultUser == nil {
 		log.Warn("the node agent runs as root and has no default pod user: a pod that names no securityContext.runAsUser runs as root; set one with --pod-user")
 	}
@@ -175,6 +180,7 @@ func (r *Runtime) Stop(_ context.Context, podUID string, grace time.Duration) {
 		}()
 	}
 	wg.Wait()
+	r.ports.Release(podUID)
 	_ = os.RemoveAll(filepath.Join(r.cfg.Dir, "pods", podUID))
 }
 
