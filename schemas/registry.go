@@ -96,6 +96,7 @@ var builtins = []builtin{
 	{"apps", "v1", "DaemonSet", "daemonsets", "daemonset.yaml", []string{"ds"}, true},
 	{"batch", "v1", "Job", "jobs", "job.yaml", nil, true},
 	{"coordination.k8s.io", "v1", "Lease", "leases", "lease.yaml", nil, true},
+	{"discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", "endpointslice.yaml", nil, true},
 	{"events.k8s.io", "v1", "Event", "events", "eventv1.yaml", []string{"ev"}, true},
 	{"homeostat.io", "v1", "ResourceDefinition", "resourcedefinitions", "resourcedefinition.yaml", []string{"rd", "rds"}, false},
 	{"apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", "customresourcedefinition.yaml", []string{"crd", "crds"}, false},

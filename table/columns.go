@@ -185,6 +185,9 @@ func clusterColumns(kind string) []Column {
 			text("Cluster-IP", 0, func(_ *object.Object, d map[string]any) string { return orNone(Str(d, "spec", "clusterIP")) }),
 			text("External-IP", 0, serviceExternal), text("Port(s)", 0, servicePorts), ageCol,
 			text("Selector", 1, func(_ *object.Object, d map[string]any) string { return orNone(mapText(Field(d, "spec", "selector"))) })}
+	case "EndpointSlice":
+		return []Column{nameCol, text("AddressType", 0, func(_ *object.Object, d map[string]any) string { return Str(d, "addressType") }),
+			text("Ports", 0, slicePorts), text("Endpoints", 0, sliceEndpoints), ageCol}
 	case "Secret":
 		return []Column{nameCol, text("Type", 0, func(_ *object.Object, d map[string]any) string { return Str(d, "type") }), dataCount, ageCol}
 	case "CustomResourceDefinition":
@@ -240,6 +243,41 @@ func servicePorts(_ *object.Object, d map[string]any) string {
 		out = append(out, s+"/"+Str(m, "protocol"))
 	}
 	return orNone(strings.Join(out, ","))
+}
+
+// slicePorts lists an EndpointSlice's port numbers as kubectl prints them.
+func slicePorts(_ *object.Object, d map[string]any) string {
+	ports, _ := Field(d, "ports").([]any)
+	if len(ports) == 0 {
+		return "<unset>"
+	}
+	var out []string
+	for _, p := range ports {
+		m, _ := p.(map[string]any)
+		out = append(out, fmt.Sprint(Num(m, "port")))
+	}
+	return strings.Join(out, ",")
+}
+
+// sliceEndpoints lists an EndpointSlice's first three addresses and
+// counts the others, as kubectl prints them.
+func sliceEndpoints(_ *object.Object, d map[string]any) string {
+	eps, _ := Field(d, "endpoints").([]any)
+	var addrs []string
+	for _, e := range eps {
+		m, _ := e.(map[string]any)
+		as, _ := m["addresses"].([]any)
+		for _, a := range as {
+			addrs = append(addrs, fmt.Sprint(a))
+		}
+	}
+	switch {
+	case len(addrs) == 0:
+		return "<unset>"
+	case len(addrs) > 3:
+		return strings.Join(addrs[:3], ",") + fmt.Sprintf(" + %d more...", len(addrs)-3)
+	}
+	return strings.Join(addrs, ",")
 }
 
 // dataCount counts a ConfigMap's or Secret's keys.

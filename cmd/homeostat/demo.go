@@ -26,9 +26,18 @@ func newDemo() *cobra.Command {
 			return runDemo(cmd.Context(), listen, message)
 		},
 	}
-	cmd.Flags().StringVar(&listen, "listen", envOr("PORT_ADDR", ":8080"), "address to listen on (:0 picks a free port)")
+	cmd.Flags().StringVar(&listen, "listen", defaultListen(), "address to listen on (:0 picks a free port; default :$PORT when the node gave the pod one)")
 	cmd.Flags().StringVar(&message, "message", envOr("MESSAGE", "hello from homeostat"), "what / answers")
 	return cmd
+}
+
+// defaultListen is PORT_ADDR, else the port the node gave the pod (a
+// port it declares without a number), else :8080.
+func defaultListen() string {
+	if port := os.Getenv("PORT"); port != "" {
+		return envOr("PORT_ADDR", ":"+port)
+	}
+	return envOr("PORT_ADDR", ":8080")
 }
 
 func runDemo(ctx context.Context, listen, message string) error {

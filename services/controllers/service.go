@@ -60,17 +60,19 @@ const (
 	queueGC            = "garbage-collector"
 	queueNodeLifecycle = "node-lifecycle"
 	queueNamespaces    = "namespace"
+	queueEndpoints     = "endpointslice"
 )
 
 // Queues are the work queues the controllers consume: the API creates
 // them, since the controllers' credentials may not create streams.
-var Queues = []string{queueReplicaSets, queueDeployments, queueJobs, queueDaemonSets, queueGC, queueNodeLifecycle, queueNamespaces}
+var Queues = []string{queueReplicaSets, queueDeployments, queueJobs, queueDaemonSets, queueGC, queueNodeLifecycle, queueNamespaces, queueEndpoints}
 
 // Owners are, by resource, the controllers that reconcile it: the queues
 // that explain reads an object's state in.
 var Owners = map[string][]string{
 	"deployments.apps": {queueDeployments}, "replicasets.apps": {queueReplicaSets}, "jobs.batch": {queueJobs},
 	"daemonsets.apps": {queueDaemonSets}, "namespaces": {queueNamespaces}, "nodes": {queueNodeLifecycle},
+	"services": {queueEndpoints},
 }
 
 // FieldManager is the controllers' field manager: their writes are
@@ -142,7 +144,7 @@ func (s *Service) Setup(ctx context.Context) error {
 	rsInf.AddIndex(byOwner, ownerIndex)
 	rsInf.AddIndex(byOrphan, orphanIndex)
 	for _, setup := range []func(context.Context) error{s.setupReplicaSets, s.setupDeployments, s.setupJobs,
-		s.setupDaemonSets, s.setupGC, s.setupNamespaces, s.setupNodeLifecycle} {
+		s.setupDaemonSets, s.setupGC, s.setupNamespaces, s.setupNodeLifecycle, s.setupEndpoints} {
 		if err := setup(ctx); err != nil {
 			return err
 		}
@@ -324,7 +326,7 @@ func nodeChanged(old, new *object.Object) bool {
 func (s *Service) setupGC(ctx context.Context) error {
 	g := &garbageCollector{bus: s.cfg.Bus, reg: s.reg, infs: map[string]*reconcile.Informer{}, custom: map[string]string{}, log: s.log}
 	for _, gr := range [][2]string{{"", "pods"}, {"apps", "replicasets"}, {"apps", "deployments"}, {"apps", "daemonsets"}, {"batch", "jobs"},
-		{"", "serviceaccounts"}, {"homeostat.io", "tokens"}} {
+		{"", "serviceaccounts"}, {"homeostat.io", "tokens"}, {"discovery.k8s.io", "endpointslices"}} {
 		inf := s.mgr.Informer(s.kind(gr[0], gr[1]))
 		inf.AddIndex(byOwnerUID, ownerUIDIndex)
 		g.infs[inf.Kind().Resource] = inf
@@ -365,6 +367,34 @@ func (s *Service) setupNodeLifecycle(ctx context.Context) error {
 	}
 	nl.ctrl = ctrl
 	s.nl = nl
+	return nil
+}
+
+func (s *Service) setupEndpoints(ctx context.Context) error {
+	svcKind := s.kind("", "services")
+	svcs := s.mgr.Informer(svcKind)
+	svcs.SetDecoder(serviceOrNil)
+	svcs.AddIndex(byNamespace, namespaceIndex)
+	pods := s.mgr.Informer(s.kind("", "pods"))
+	pods.AddIndex(byNamespace, namespaceIndex)
+	slices := s.mgr.Informer(s.kind("discovery.k8s.io", "endpointslices"))
+	slices.AddIndex(byService, serviceIndex)
+	ev, err := s.mgr.Recorder(ctx, "endpointslice-controller")
+	if err != nil {
+		return err
+	}
+	e := &endpoints{svcs: svcs, pods: pods, slices: slices, events: ev, now: s.cfg.Now}
+	ctrl, err := s.mgr.Add(ctx, s.options(queueEndpoints, svcKind, e))
+	if err != nil {
+		return err
+	}
+	pods.OnChange(servicesOfPod(ctrl, svcs, pods.Kind().Resource))
+	// A slice changed or removed by anyone else is put back.
+	slices.OnChange(func(ch reconcile.Change) {
+		for _, k := range serviceIndex(ch.Object()) {
+			ctrl.Enqueue(k, &ch, slices.Kind().Resource)
+		}
+	})
 	return nil
 }
 

@@ -1,0 +1,241 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"time"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/reconcile"
+)
+
+// endpointSliceManager marks the EndpointSlices this controller keeps, as
+// Kubernetes' marks its own endpointslice-controller.k8s.io; slices that
+// others made for a Service are left to them.
+const endpointSliceManager = "endpointslice-controller.homeostat.io"
+
+// conditionEndpointsReady is the Service condition saying whether every
+// port of it has a ready endpoint, and if not, why.
+const conditionEndpointsReady = "EndpointsReady"
+
+// byService indexes EndpointSlices by the namespace/name of their Service.
+const byService = "service"
+
+func serviceIndex(o *object.Object) []string {
+	if o.Metadata.Labels[kinds.LabelManagedBy] != endpointSliceManager {
+		return nil
+	}
+	if svc := o.Metadata.Labels[kinds.LabelServiceName]; svc != "" {
+		return []string{object.Key(o.Metadata.Namespace, svc)}
+	}
+	return nil
+}
+
+// endpoints keeps each Service's EndpointSlices to the pods its selector
+// picks (desiredSlices), and its EndpointsReady condition.
+type endpoints struct {
+	svcs, pods, slices *reconcile.Informer
+	events             *reconcile.Recorder
+	now                func() time.Time
+}
+
+// serviceOrNil decodes a Service's spec, for the informer to keep.
+func serviceOrNil(o *object.Object) any {
+	var spec kinds.ServiceSpec
+	if o.DecodeSpec(&spec) != nil {
+		return nil
+	}
+	return &spec
+}
+
+func (c *endpoints) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	o, ok := c.svcs.Get(req.Key)
+	var spec *kinds.ServiceSpec
+	if ok {
+		v, _ := c.svcs.Value(req.Key)
+		spec, _ = v.(*kinds.ServiceSpec)
+	}
+	if !ok || o.Metadata.Deleting() || spec == nil || len(spec.Selector) == 0 || spec.Type == "ExternalName" {
+		// No Service, or one whose endpoints are not a selector's: none
+		// of ours. (The garbage collector would also remove them, by
+		// their owner.)
+		return reconcile.Result{}, c.sync(ctx, req.Key, nil, nil)
+	}
+	sel := object.LabelSelector{MatchLabels: spec.Selector}
+	s, err := sel.Selector()
+	if err != nil {
+		return reconcile.Result{}, reconcile.Terminal(err)
+	}
+	var picked []*kinds.Pod
+	for _, p := range podsOf(c.pods, byNamespace, o.Metadata.Namespace) {
+		if s.Matches(p.Metadata.Labels) {
+			picked = append(picked, p)
+		}
+	}
+	v := desiredSlices(o.Metadata.Name, *spec, picked)
+	if err := c.sync(ctx, req.Key, o, v.slices); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, c.setCondition(ctx, o, v)
+}
+
+// sync makes the Service's slices of ours the wanted ones: it creates,
+// rewrites and deletes, each by compare-and-swap on the cached version.
+func (c *endpoints) sync(ctx context.Context, key string, svc *object.Object, want []sliceWant) error {
+	st := c.slices.Store()
+	have := map[string]*object.Object{}
+	for _, o := range c.slices.ByIndex(byService, key) {
+		have[o.Metadata.Name] = o
+	}
+	var errs []error
+	for _, w := range want {
+		n, err := sliceObject(svc, w)
+		if err != nil {
+			return err
+		}
+		cur := have[w.name]
+		delete(have, w.name)
+		switch {
+		case cur == nil:
+			_, err = createIfAbsent(ctx, st, n)
+		case sameSlice(cur, n):
+			continue
+		default:
+			next := cur.Clone()
+			next.Fields, next.Metadata.Labels, next.Metadata.OwnerReferences = n.Fields, n.Metadata.Labels, n.Metadata.OwnerReferences
+			_, err = st.Update(ctx, next, bus.UpdateOptions{Current: cur})
+		}
+		errs = append(errs, err)
+	}
+	for _, gone := range have {
+		_, _, err := st.Delete(ctx, gone.Key(), bus.DeleteOptions{UID: gone.Metadata.UID})
+		errs = append(errs, ignoreNotFound(err))
+	}
+	return errors.Join(errs...)
+}
+
+// sliceObject is the EndpointSlice object of a wanted slice.
+func sliceObject(svc *object.Object, w sliceWant) (*object.Object, error) {
+	fields := map[string]json.RawMessage{}
+	for name, v := range map[string]any{"addressType": w.slice.AddressType, "endpoints": w.slice.Endpoints, "ports": w.slice.Ports} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		fields[name] = b
+	}
+	return &object.Object{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice", Fields: fields, Metadata: object.Meta{
+		Name: w.name, Namespace: svc.Metadata.Namespace,
+		Labels:          map[string]string{kinds.LabelServiceName: svc.Metadata.Name, kinds.LabelManagedBy: endpointSliceManager},
+		OwnerReferences: []object.OwnerReference{object.NewControllerRef(svc)},
+	}}, nil
+}
+
+// sameSlice: the stored slice is the wanted one already.
+func sameSlice(cur, want *object.Object) bool {
+	if !maps.Equal(cur.Metadata.Labels, want.Metadata.Labels) || len(cur.Metadata.OwnerReferences) != 1 ||
+		cur.Metadata.OwnerReferences[0].UID != want.Metadata.OwnerReferences[0].UID {
+		return false
+	}
+	for name, v := range want.Fields {
+		if !object.SameJSON(cur.Fields[name], v) {
+			return false
+		}
+	}
+	return true
+}
+
+// setCondition writes the Service's EndpointsReady condition when it
+// changed, with a Warning event when it turns to a new reason for not
+// being ready, so that describe shows it beside the Service.
+func (c *endpoints) setCondition(ctx context.Context, svc *object.Object, v endpointsVerdict) error {
+	status := map[string]any{}
+	if len(svc.Status) > 0 {
+		if err := json.Unmarshal(svc.Status, &status); err != nil {
+			return reconcile.Terminal(err)
+		}
+	}
+	var conds []object.Condition
+	if raw, ok := status["conditions"]; ok {
+		b, _ := json.Marshal(raw)
+		_ = json.Unmarshal(b, &conds)
+	}
+	old := object.FindCondition(conds, conditionEndpointsReady)
+	was := ""
+	if old != nil {
+		was = old.Reason
+	}
+	st := object.ConditionFalse
+	if v.ready {
+		st = object.ConditionTrue
+	}
+	if !object.SetCondition(&conds, object.Condition{Type: conditionEndpointsReady, Status: st, Reason: v.reason, Message: v.message,
+		ObservedGeneration: svc.Metadata.Generation}, c.now().UTC().Truncate(time.Second)) {
+		return nil
+	}
+	for i := range conds {
+		// A Service's conditions are metav1.Conditions: no update time.
+		conds[i].LastUpdateTime = time.Time{}
+	}
+	status["conditions"] = conds
+	if !v.ready && v.reason != was {
+		c.events.Event(ctx, svc, "Warning", v.reason, "%s", v.message)
+	}
+	return updateStatus(ctx, c.svcs.Store(), svc, status)
+}
+
+// servicesOfPod enqueues the Services of a pod's namespace whose selector
+// picks the pod before or after a change that can change its endpoint.
+func servicesOfPod(ctrl *reconcile.Controller, svcs *reconcile.Informer, bucket string) func(reconcile.Change) {
+	return func(ch reconcile.Change) {
+		if ch.Old != nil && ch.New != nil && !endpointChanged(ch) {
+			return
+		}
+		o := ch.Object()
+		for _, so := range svcs.ByIndex(byNamespace, o.Metadata.Namespace) {
+			v, _ := svcs.Value(so.Key())
+			spec, _ := v.(*kinds.ServiceSpec)
+			if spec == nil || len(spec.Selector) == 0 {
+				continue
+			}
+			sel, err := (&object.LabelSelector{MatchLabels: spec.Selector}).Selector()
+			if err != nil {
+				continue
+			}
+			if (ch.Old != nil && sel.Matches(ch.Old.Metadata.Labels)) || (ch.New != nil && sel.Matches(ch.New.Metadata.Labels)) {
+				ctrl.Enqueue(so.Key(), &ch, bucket)
+			}
+		}
+	}
+}
+
+// endpointChanged reports the pod changes that can change its endpoint:
+// labels, deletion, its address, phase, readiness, its node and the ports
+// its node gave it.
+func endpointChanged(ch reconcile.Change) bool {
+	old, new := ch.Old, ch.New
+	if old.Metadata.Deleting() != new.Metadata.Deleting() || !maps.Equal(old.Metadata.Labels, new.Metadata.Labels) {
+		return true
+	}
+	a, okA := ch.OldValue.(*kinds.Pod)
+	b, okB := ch.NewValue.(*kinds.Pod)
+	if !okA || !okB {
+		return true
+	}
+	if a.Status.PodIP != b.Status.PodIP || a.Status.Phase != b.Status.Phase || a.Ready() != b.Ready() || a.Spec.NodeName != b.Spec.NodeName {
+		return true
+	}
+	if len(a.Status.ContainerStatuses) != len(b.Status.ContainerStatuses) {
+		return true
+	}
+	for i := range a.Status.ContainerStatuses {
+		if !object.SameJSON(mustJSON(a.Status.ContainerStatuses[i].Ports), mustJSON(b.Status.ContainerStatuses[i].Ports)) {
+			return true
+		}
+	}
+	return false
+}
