@@ -234,7 +234,9 @@ func nodeInbox(node string) string { return "_INBOX_" + nodeToken(node) }
 var nodeLeaseObjects = bucketName("leases.coordination.k8s.io")
 
 // nodeReadStreams are the streams a node's agent reads whole.
-var nodeReadStreams = []string{kvStream(bucketName("pods")), kvStream(bucketName("nodes")), kvStream(leaseBucket), kvStream(metaBucket)}
+// Its proxy reads Services and their EndpointSlices, as kube-proxy does.
+var nodeReadStreams = []string{kvStream(bucketName("pods")), kvStream(bucketName("nodes")), kvStream(leaseBucket), kvStream(metaBucket),
+	kvStream(bucketName("services")), kvStream(bucketName("endpointslices.discovery.k8s.io"))}
 
 // nodePermissions: reading through the JetStream API's read side only, and
 // only the streams an agent reads (no stream or consumer management, no

@@ -1,5 +1,12 @@
 package kinds
 
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/homeostat/homeostat/object"
+)
+
 // ServiceSpec is a Service's desired state: the pods its selector picks,
 // reached on its ports through the proxy on every node.
 type ServiceSpec struct {
@@ -57,4 +64,66 @@ type EndpointPort struct {
 	Name     string `json:"name"`
 	Protocol string `json:"protocol"`
 	Port     int32  `json:"port"`
+}
+
+// DecodeEndpointSlice decodes an EndpointSlice object's members.
+func DecodeEndpointSlice(o *object.Object) (EndpointSlice, error) {
+	var s EndpointSlice
+	for name, dst := range map[string]any{"addressType": &s.AddressType, "endpoints": &s.Endpoints, "ports": &s.Ports} {
+		if raw, ok := o.Fields[name]; ok && len(raw) > 0 {
+			if err := json.Unmarshal(raw, dst); err != nil {
+				return s, fmt.Errorf("EndpointSlice %s: %s: %w", o.Key(), name, err)
+			}
+		}
+	}
+	return s, nil
+}
+
+// ServiceBefore orders Services by age, then namespace and name: when two
+// Services ask for one port, the proxies serve it for the older, and the
+// endpoints controller tells the other why it is not served.
+func ServiceBefore(a, b *object.Object) bool {
+	ta, tb := a.Metadata.CreationTimestamp, b.Metadata.CreationTimestamp
+	if !ta.Equal(tb) {
+		return ta.Before(tb)
+	}
+	return a.Key() < b.Key()
+}
+
+// ProxiedPorts are the ports of a Service the proxies listen on: its TCP
+// ports, unless it is an ExternalName or a headless Service.
+func (s *ServiceSpec) ProxiedPorts() []ServicePort {
+	if s.Type == "ExternalName" || s.ClusterIP == "None" {
+		return nil
+	}
+	var out []ServicePort
+	for _, p := range s.Ports {
+		if p.Protocol == "" || p.Protocol == "TCP" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// DecodedService is a Service with its decoded spec.
+type DecodedService struct {
+	Object *object.Object
+	Spec   *ServiceSpec
+}
+
+// PortHolder is, of svcs, the Service the proxies serve a port for: the
+// oldest that asks for it (nil when none does).
+func PortHolder(port int32, svcs []DecodedService) *object.Object {
+	var holder *object.Object
+	for _, s := range svcs {
+		if s.Spec == nil || s.Object.Metadata.Deleting() {
+			continue
+		}
+		for _, p := range s.Spec.ProxiedPorts() {
+			if p.Port == port && (holder == nil || ServiceBefore(s.Object, holder)) {
+				holder = s.Object
+			}
+		}
+	}
+	return holder
 }

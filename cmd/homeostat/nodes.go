@@ -28,6 +28,7 @@ import (
 	"github.com/homeostat/homeostat/pki"
 	"github.com/homeostat/homeostat/services/nodeagent"
 	"github.com/homeostat/homeostat/services/nodeagent/process"
+	"github.com/homeostat/homeostat/services/proxy"
 	"github.com/homeostat/homeostat/services/scheduler"
 )
 
@@ -49,6 +50,9 @@ type agentOptions struct {
 	podUser    string
 	// portRange is where ports declared without a number are picked.
 	portRange string
+	// proxyAddress is where the node's Service proxy listens ("" for the
+	// node's address, "none" for no proxy).
+	proxyAddress string
 	// The log endpoint's TLS, required beyond loopback.
 	tlsCert, tlsKey, clientCA string
 }
@@ -111,7 +115,10 @@ func (o *agentOptions) register(cmd *cobra.Command) {
 	f.DurationVar(&o.configSync, "config-sync", 10*time.Second, configSyncHelp)
 	f.StringVar(&o.podUser, "pod-user", "", podUserHelp)
 	f.StringVar(&o.portRange, "port-range", defaultPortRange, portRangeHelp)
+	f.StringVar(&o.proxyAddress, "proxy-address", "", proxyAddressHelp)
 }
+
+const proxyAddressHelp = "address the node's Service proxy listens on, at each Service's ports (default: the node's address; none: no proxy)"
 
 func (o *agentOptions) resources() (kinds.ResourceList, error) {
 	rl := kinds.ResourceList{"cpu": kinds.Quantity(fmt.Sprint(runtime.NumCPU())), "memory": kinds.Quantity(fmt.Sprint(memTotal())), "pods": "110"}
@@ -286,9 +293,23 @@ func runAgent(ctx context.Context, g *globals, o *agentOptions, conn *bus.Conn) 
 		ln.Close()
 		return fmt.Errorf("--name: %w", err)
 	}
+	runs := []func(context.Context) error{}
+	var routes nodeagent.Routes
+	if o.proxyAddress != "none" {
+		pxAddr := o.proxyAddress
+		if pxAddr == "" {
+			pxAddr = addr
+		}
+		px, err := proxy.New(proxy.Config{Bus: conn, Logger: log, Address: pxAddr})
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		runs, routes = append(runs, px.Run), px
+	}
 	a, err := nodeagent.New(nodeagent.Config{Bus: conn, Pods: pods, Logger: log, NodeName: o.name, Identity: identity, Runtime: rt, Capacity: capacity,
 		Labels: labels, Address: addr, AgentURL: agentURL, HeartbeatEvery: o.heartbeat, Grace: o.grace,
-		StopPodsOnExit: o.stopPods, ConfigSync: o.configSync})
+		StopPodsOnExit: o.stopPods, ConfigSync: o.configSync, Routes: routes})
 	if err != nil {
 		ln.Close()
 		return err
@@ -305,7 +326,7 @@ func runAgent(ctx context.Context, g *globals, o *agentOptions, conn *bus.Conn) 
 		}
 		return nil
 	}
-	return runAll(ctx, a.Run, serve)
+	return runAll(ctx, append(runs, a.Run, serve)...)
 }
 
 func newNodeAgent(g *globals) *cobra.Command {

@@ -67,6 +67,7 @@ func newUp(g *globals) *cobra.Command {
 	f.DurationVar(&o.agent.backoff, "restart-backoff", 10*time.Second, "first crash-loop back-off of a restarting container; it doubles up to 5m")
 	f.StringVar(&o.agent.podUser, "pod-user", "", podUserHelp)
 	f.StringVar(&o.agent.portRange, "port-range", defaultPortRange, portRangeHelp)
+	f.StringVar(&o.agent.proxyAddress, "proxy-address", "", proxyAddressHelp)
 	f.IntVar(&o.agent.simulate, "simulate", 0, "host this many simulated nodes instead of the real one")
 	f.DurationVar(&o.agent.simDelay, "simulate-delay", 0, "how long a simulated pod takes to report Running")
 	f.StringVar(&o.fsync, "fsync", "interval", "when JetStream syncs writes to disk: interval (fast; a killed process loses nothing, a power cut may lose the last seconds) or always (survives power loss, about 5x slower writes)")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"time"
 
@@ -77,10 +78,66 @@ func (c *endpoints) Reconcile(ctx context.Context, req reconcile.Request) (recon
 		}
 	}
 	v := desiredSlices(o.Metadata.Name, *spec, picked)
+	c.portTaken(o, spec, &v)
 	if err := c.sync(ctx, req.Key, o, v.slices); err != nil {
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{}, c.setCondition(ctx, o, v)
+}
+
+// portTaken marks the verdict of a Service whose port another, older
+// Service has: the proxies serve that one on it (kinds.PortHolder).
+func (c *endpoints) portTaken(o *object.Object, spec *kinds.ServiceSpec, v *endpointsVerdict) {
+	all := decodedServices(c.svcs)
+	for _, sp := range spec.ProxiedPorts() {
+		if h := kinds.PortHolder(sp.Port, all); h != nil && h.Key() != o.Key() {
+			v.ready, v.reason = false, reasonPortTaken
+			v.message = fmt.Sprintf("port %d is Service %s/%s's, which is older: each node's proxy serves one Service on a port",
+				sp.Port, h.Metadata.Namespace, h.Metadata.Name)
+			return
+		}
+	}
+}
+
+func decodedServices(svcs *reconcile.Informer) []kinds.DecodedService {
+	objs := svcs.List()
+	out := make([]kinds.DecodedService, 0, len(objs))
+	for _, o := range objs {
+		v, _ := svcs.Value(o.Key())
+		spec, _ := v.(*kinds.ServiceSpec)
+		out = append(out, kinds.DecodedService{Object: o, Spec: spec})
+	}
+	return out
+}
+
+// sharingPorts enqueues the other Services that ask for a port the
+// changed one asked for or asks for: which of them holds it may change.
+func sharingPorts(ctrl *reconcile.Controller, svcs *reconcile.Informer) func(reconcile.Change) {
+	return func(ch reconcile.Change) {
+		ports := map[int32]bool{}
+		for _, v := range []any{ch.OldValue, ch.NewValue} {
+			if spec, ok := v.(*kinds.ServiceSpec); ok {
+				for _, p := range spec.ProxiedPorts() {
+					ports[p.Port] = true
+				}
+			}
+		}
+		if len(ports) == 0 {
+			return
+		}
+		self := ch.Object().Key()
+		for _, s := range decodedServices(svcs) {
+			if s.Spec == nil || s.Object.Key() == self {
+				continue
+			}
+			for _, p := range s.Spec.ProxiedPorts() {
+				if ports[p.Port] {
+					ctrl.Enqueue(s.Object.Key(), &ch, svcs.Kind().Resource)
+					break
+				}
+			}
+		}
+	}
 }
 
 // sync makes the Service's slices of ours the wanted ones: it creates,

@@ -37,6 +37,7 @@ const (
 	reasonNoPodsSelected     = "NoPodsSelected"
 	reasonTargetPortNotFound = "TargetPortNotFound"
 	reasonNoReadyEndpoints   = "NoReadyEndpoints"
+	reasonPortTaken          = "PortTaken"
 )
 
 // desiredSlices decides a Service's EndpointSlices from the pods its

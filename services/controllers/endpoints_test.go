@@ -18,11 +18,9 @@ import (
 func (e *env) sliceEndpoints(svc string) []string {
 	var out []string
 	for _, o := range e.list("endpointslices", kinds.LabelServiceName+"="+svc) {
-		var s kinds.EndpointSlice
-		for name, dst := range map[string]any{"endpoints": &s.Endpoints, "ports": &s.Ports} {
-			if err := json.Unmarshal(o.Fields[name], dst); err != nil {
-				e.t.Fatalf("slice %s: %s: %v", o.Metadata.Name, name, err)
-			}
+		s, err := kinds.DecodeEndpointSlice(o)
+		if err != nil {
+			e.t.Fatal(err)
 		}
 		if ref, ok := o.Metadata.ControllerOf(); !ok || ref.Kind != "Service" || ref.Name != svc {
 			e.t.Fatalf("slice %s is not owned by Service %s: %+v", o.Metadata.Name, svc, o.Metadata.OwnerReferences)
@@ -132,12 +130,36 @@ spec:
 	e.patch("deployments", "web", `{"spec":{"replicas":1}}`)
 	e.Eventually("one endpoint after the scale down", 20*time.Second, sameAsPods(1))
 
+	// A younger Service asking for the same port is told it is taken
+	// (its name sorts after the older one's too, for a tie within a second),
+	// and gets it when the older one goes.
+	e.apply(`
+apiVersion: v1
+kind: Service
+metadata: {name: web-later}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: 8000, targetPort: http}]
+`)
+	laterReason := func(reason string) func() bool {
+		return func() bool {
+			var st struct {
+				Conditions []object.Condition `json:"conditions"`
+			}
+			_ = json.Unmarshal(e.get("services", "web-later").Status, &st)
+			c := object.FindCondition(st.Conditions, "EndpointsReady")
+			return c != nil && c.Reason == reason && (reason != "PortTaken" || strings.Contains(c.Message, "default/web"))
+		}
+	}
+	e.Eventually("the younger Service told its port is taken", 10*time.Second, laterReason("PortTaken"))
+
 	// Gone with their Service.
 	if _, err := e.c.Delete(e.ctx, e.res("services"), "default", "web", client.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.Eventually("no slices once the Service is gone", 10*time.Second, func() bool {
-		l, err := e.c.List(e.ctx, e.res("endpointslices"), "default", client.ListOptions{})
+	e.Eventually("the younger Service holds the port once the older is gone", 10*time.Second, laterReason("EndpointsReady"))
+	e.Eventually("no slices of a Service gone", 10*time.Second, func() bool {
+		l, err := e.c.List(e.ctx, e.res("endpointslices"), "default", client.ListOptions{LabelSelector: kinds.LabelServiceName + "=web"})
 		return err == nil && len(l.Items) == 0
 	})
 }

@@ -389,6 +389,7 @@ func (s *Service) setupEndpoints(ctx context.Context) error {
 		return err
 	}
 	pods.OnChange(servicesOfPod(ctrl, svcs, pods.Kind().Resource))
+	svcs.OnChange(sharingPorts(ctrl, svcs))
 	// A slice changed or removed by anyone else is put back.
 	slices.OnChange(func(ch reconcile.Change) {
 		for _, k := range serviceIndex(ch.Object()) {

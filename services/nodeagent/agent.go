@@ -48,6 +48,13 @@ type Runtime interface {
 	Project(pod *kinds.Pod, volumes []kinds.ProjectedVolume) error
 }
 
+// Routes is what the agent asks of its node's Service proxy.
+type Routes interface {
+	// Unrouted returns once the proxy sends the pod no new connection,
+	// or ctx ends.
+	Unrouted(ctx context.Context, podUID string)
+}
+
 // PodWriter writes what an agent may write of its node's pods: their
 // status, and the removal of a pod being deleted once its containers have
 // stopped. A real node's agent writes through the node relay
@@ -111,6 +118,9 @@ type Config struct {
 	// index when nil (agents of one process may share one watch of every
 	// pod instead).
 	Index PodIndex
+	// Routes, when set, is the node's Service proxy: a pod being stopped
+	// is first taken out of its rotation (bounded by drainWait).
+	Routes Routes
 	// DerivesPods marks the Node as one whose Index derives its pods from
 	// the store (kinds.AnnotationPodIndex), so that the scheduler writes
 	// it no index entries: only for an Index that does.

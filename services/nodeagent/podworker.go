@@ -146,6 +146,13 @@ func (w *podWorker) terminate(ctx context.Context, stopRun func(), waitRun func(
 		grace = time.Duration(*g) * time.Second
 	}
 	sctx := context.WithoutCancel(ctx)
+	if r := w.a.cfg.Routes; r != nil {
+		// Out of rotation first: SIGTERM makes a server stop accepting,
+		// and a proxy still sending it connections would see them refused.
+		dctx, cancel := context.WithTimeout(sctx, drainWait(grace))
+		r.Unrouted(dctx, pod.Metadata.UID)
+		cancel()
+	}
 	w.a.cfg.Runtime.Stop(sctx, pod.Metadata.UID, grace)
 	if !deleteObject {
 		return
@@ -155,6 +162,12 @@ func (w *podWorker) terminate(ctx context.Context, stopRun func(), waitRun func(
 		w.a.log.Warn("removing a stopped pod", "pod", w.key, "err", err)
 	}
 }
+
+// drainWait bounds how long a stopping pod waits to be out of its
+// Services' rotation: half its grace period, at most five seconds, since
+// the endpoints controller may be down and the proxies retry a refused
+// connection on another endpoint anyway.
+func drainWait(grace time.Duration) time.Duration { return min(grace/2, 5*time.Second) }
 
 // report is the runtime's status callback.
 func (w *podWorker) report(st kinds.PodStatus) {

@@ -1,0 +1,427 @@
+// Package proxy is a node's Service proxy, as kube-proxy is a Kubernetes
+// node's: it listens on every Service's ports at the node's address and
+// passes each connection to a ready endpoint of the Service, on any node,
+// in turn. A connection an endpoint refuses is tried on the next one, so
+// that a pod gone between two changes costs a retry, not a failure. It
+// follows Services and EndpointSlices through watches; an endpoint that
+// stops being ready gets no new connection from the moment the proxy sees
+// it, and connections it already has run on until they end.
+package proxy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/reconcile"
+)
+
+// Config configures a node's proxy.
+type Config struct {
+	Bus    *bus.Conn
+	Logger *slog.Logger
+	// Address is where it listens: the node's address.
+	Address string
+	// DialTimeout bounds each try to reach an endpoint (default 2s).
+	DialTimeout time.Duration
+	// OnRoutes, when set, hears each change of a Service port's
+	// endpoints, once the proxy routes to them.
+	OnRoutes func(r Routes)
+}
+
+// Routes are where a Service port's connections go.
+type Routes struct {
+	Service   string // its key (object.Key)
+	Port      string // the Service port's name, or its number
+	Endpoints []string
+	At        time.Time
+}
+
+// Proxy is a node's Service proxy.
+type Proxy struct {
+	cfg          Config
+	log          *slog.Logger
+	svcs, slices *reconcile.Informer
+
+	mu      sync.Mutex
+	ports   map[string]*servicePort // by service key and port name
+	byKey   map[string][]string     // service key -> its ports' keys
+	conns   sync.WaitGroup
+	stopped bool
+	// changed is closed and replaced at each change of the routes.
+	changed chan struct{}
+}
+
+// New checks the configuration.
+func New(cfg Config) (*Proxy, error) {
+	if cfg.Bus == nil || cfg.Address == "" {
+		return nil, errors.New("proxy: Config needs Bus and Address")
+	}
+	if cfg.DialTimeout == 0 {
+		cfg.DialTimeout = 2 * time.Second
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Proxy{cfg: cfg, log: log.With("component", "proxy"), ports: map[string]*servicePort{}, byKey: map[string][]string{}, changed: make(chan struct{})}, nil
+}
+
+var (
+	serviceKind = reconcile.Kind{Kind: "Service", APIVersion: "v1", Resource: "services", Namespaced: true}
+	sliceKind   = reconcile.Kind{Kind: "EndpointSlice", APIVersion: "discovery.k8s.io/v1", Resource: "endpointslices.discovery.k8s.io", Namespaced: true}
+)
+
+// byService indexes EndpointSlices by their Service's key.
+const byService = "service"
+
+func serviceIndex(o *object.Object) []string {
+	if svc := o.Metadata.Labels[kinds.LabelServiceName]; svc != "" {
+		return []string{object.Key(o.Metadata.Namespace, svc)}
+	}
+	return nil
+}
+
+// Run proxies until ctx ends; then it closes its listeners and waits for
+// the connections it passed on to end.
+func (p *Proxy) Run(ctx context.Context) error {
+	svcStore, err := p.cfg.Bus.Store(ctx, serviceKind.StoreSpec())
+	if err != nil {
+		return err
+	}
+	sliceStore, err := p.cfg.Bus.Store(ctx, sliceKind.StoreSpec())
+	if err != nil {
+		return err
+	}
+	p.svcs = reconcile.NewInformer(serviceKind, svcStore, p.log)
+	p.slices = reconcile.NewInformer(sliceKind, sliceStore, p.log)
+	p.slices.AddIndex(byService, serviceIndex)
+	p.svcs.SetDecoder(func(o *object.Object) any {
+		var spec kinds.ServiceSpec
+		if o.DecodeSpec(&spec) != nil {
+			return nil
+		}
+		return &spec
+	})
+	// A Service's ports can free or take another's: all are looked at.
+	p.svcs.OnChange(func(reconcile.Change) { p.syncAll(ctx) })
+	p.slices.OnChange(func(ch reconcile.Change) {
+		for _, k := range serviceIndex(ch.Object()) {
+			p.sync(ctx, k)
+		}
+	})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); p.svcs.Run(ctx) }()
+	go func() { defer wg.Done(); p.slices.Run(ctx) }()
+	<-ctx.Done()
+	wg.Wait()
+	p.mu.Lock()
+	p.stopped = true
+	for _, sp := range p.ports {
+		sp.close()
+	}
+	p.mu.Unlock()
+	p.conns.Wait()
+	return nil
+}
+
+// sync brings a Service's listeners and routes up to date with the
+// informers: a port the Service no longer has is closed, a new one
+// opened, and each port's endpoints replaced.
+func (p *Proxy) sync(ctx context.Context, key string) {
+	want := p.wanted(key)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		return
+	}
+	keep := map[string]bool{}
+	var keys []string
+	for _, w := range want {
+		k := key + "/" + w.name
+		keep[k] = true
+		keys = append(keys, k)
+		sp := p.ports[k]
+		if sp != nil && sp.port != w.port {
+			sp.close()
+			sp = nil
+		}
+		if sp == nil {
+			// A younger Service's listener on the port goes first: the
+			// port is this one's now (kinds.PortHolder).
+			for ok, other := range p.ports {
+				if other.port == w.port {
+					other.close()
+					delete(p.ports, ok)
+				}
+			}
+			var err error
+			if sp, err = p.listen(ctx, key, w); err != nil {
+				p.log.Warn("cannot listen for a Service", "service", key, "port", w.port, "err", err)
+				continue
+			}
+			p.ports[k] = sp
+		}
+		sp.pods = w.pods
+		if sp.set(w.endpoints) && p.cfg.OnRoutes != nil {
+			p.cfg.OnRoutes(Routes{Service: key, Port: w.name, Endpoints: w.endpoints, At: time.Now()})
+		}
+	}
+	for _, k := range p.byKey[key] {
+		if !keep[k] {
+			if sp := p.ports[k]; sp != nil {
+				sp.close()
+				delete(p.ports, k)
+			}
+		}
+	}
+	p.byKey[key] = keys
+	if len(keys) == 0 {
+		delete(p.byKey, key)
+	}
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// Unrouted returns once the proxy sends a pod no new connection: none of
+// its Services' endpoints it routes to is the pod's (by uid), or ctx
+// ended. A node's agent waits on it before it signals a pod to stop, so
+// that the pod is out of rotation before it stops taking connections.
+func (p *Proxy) Unrouted(ctx context.Context, podUID string) {
+	for {
+		p.mu.Lock()
+		routed := false
+		for _, sp := range p.ports {
+			routed = routed || sp.pods[podUID]
+		}
+		changed := p.changed
+		p.mu.Unlock()
+		if !routed {
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// wantedPort is a Service port and its ready endpoints, host:port each.
+type wantedPort struct {
+	name      string
+	port      int32
+	endpoints []string
+	pods      map[string]bool // the uids of the endpoints' pods
+}
+
+// wanted reads a Service's ports that it holds (kinds.PortHolder) and
+// their ready endpoints from the informers; none for a Service gone or
+// not proxied.
+func (p *Proxy) wanted(key string) []wantedPort {
+	o, ok := p.svcs.Get(key)
+	if !ok || o.Metadata.Deleting() {
+		return nil
+	}
+	v, _ := p.svcs.Value(key)
+	spec, _ := v.(*kinds.ServiceSpec)
+	if spec == nil {
+		return nil
+	}
+	ports := spec.ProxiedPorts()
+	if len(ports) == 0 {
+		return nil
+	}
+	all := p.services()
+	var slices []kinds.EndpointSlice
+	for _, so := range p.slices.ByIndex(byService, key) {
+		if s, err := kinds.DecodeEndpointSlice(so); err == nil {
+			slices = append(slices, s)
+		}
+	}
+	var out []wantedPort
+	for _, sp := range ports {
+		if h := kinds.PortHolder(sp.Port, all); h == nil || h.Key() != key {
+			continue
+		}
+		name := sp.Name
+		if name == "" {
+			name = strconv.Itoa(int(sp.Port))
+		}
+		eps, pods := readyEndpoints(slices, sp.Name)
+		out = append(out, wantedPort{name: name, port: sp.Port, endpoints: eps, pods: pods})
+	}
+	return out
+}
+
+// services are the Services the informer holds, decoded.
+func (p *Proxy) services() []kinds.DecodedService {
+	objs := p.svcs.List()
+	out := make([]kinds.DecodedService, 0, len(objs))
+	for _, o := range objs {
+		v, _ := p.svcs.Value(o.Key())
+		spec, _ := v.(*kinds.ServiceSpec)
+		out = append(out, kinds.DecodedService{Object: o, Spec: spec})
+	}
+	return out
+}
+
+// syncAll syncs every Service the proxy knows or serves.
+func (p *Proxy) syncAll(ctx context.Context) {
+	keys := map[string]bool{}
+	for _, k := range p.svcs.Keys() {
+		keys[k] = true
+	}
+	p.mu.Lock()
+	for k := range p.byKey {
+		keys[k] = true
+	}
+	p.mu.Unlock()
+	for k := range keys {
+		p.sync(ctx, k)
+	}
+}
+
+// readyEndpoints are the addresses of the ready endpoints of the slices'
+// port named name, each with the port's number there, and their pods.
+func readyEndpoints(slices []kinds.EndpointSlice, name string) ([]string, map[string]bool) {
+	var out []string
+	pods := map[string]bool{}
+	for _, s := range slices {
+		for _, port := range s.Ports {
+			if port.Name != name || (port.Protocol != "" && port.Protocol != "TCP") || port.Port == 0 {
+				continue
+			}
+			for _, ep := range s.Endpoints {
+				if ep.Conditions.Ready != nil && !*ep.Conditions.Ready || len(ep.Addresses) == 0 {
+					continue
+				}
+				out = append(out, net.JoinHostPort(ep.Addresses[0], strconv.Itoa(int(port.Port))))
+				if ep.TargetRef != nil {
+					pods[ep.TargetRef.UID] = true
+				}
+			}
+		}
+	}
+	return out, pods
+}
+
+// servicePort is one Service port's listener and where its connections go.
+type servicePort struct {
+	p         *Proxy
+	service   string
+	name      string
+	port      int32
+	ln        net.Listener
+	endpoints atomic.Pointer[[]string]
+	next      atomic.Uint64
+	pods      map[string]bool // guarded by the proxy's mu
+}
+
+func (p *Proxy) listen(ctx context.Context, key string, w wantedPort) (*servicePort, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(p.cfg.Address, strconv.Itoa(int(w.port))))
+	if err != nil {
+		return nil, err
+	}
+	sp := &servicePort{p: p, service: key, name: w.name, port: w.port, ln: ln}
+	sp.endpoints.Store(&[]string{})
+	p.conns.Add(1)
+	go func() { defer p.conns.Done(); sp.accept(ctx) }()
+	return sp, nil
+}
+
+// set replaces the endpoints, reporting whether they changed.
+func (sp *servicePort) set(eps []string) bool {
+	old := *sp.endpoints.Load()
+	if equal(old, eps) {
+		return false
+	}
+	sp.endpoints.Store(&eps)
+	return true
+}
+
+func (sp *servicePort) close() { _ = sp.ln.Close() }
+
+func (sp *servicePort) accept(ctx context.Context) {
+	for {
+		c, err := sp.ln.Accept()
+		if err != nil {
+			return
+		}
+		sp.p.conns.Add(1)
+		go func() { defer sp.p.conns.Done(); sp.serve(ctx, c) }()
+	}
+}
+
+// serve passes one connection to an endpoint: the next in turn, or the
+// one after when it refuses, until each has been tried.
+func (sp *servicePort) serve(ctx context.Context, c net.Conn) {
+	defer c.Close()
+	eps := *sp.endpoints.Load()
+	if len(eps) == 0 {
+		return
+	}
+	start := int(sp.next.Add(1))
+	d := net.Dialer{Timeout: sp.p.cfg.DialTimeout}
+	var up net.Conn
+	for i := range eps {
+		addr := eps[(start+i)%len(eps)]
+		var err error
+		if up, err = d.DialContext(ctx, "tcp", addr); err == nil {
+			break
+		}
+		sp.p.log.Debug("endpoint unreachable; trying the next", "service", sp.service, "endpoint", addr, "err", err)
+	}
+	if up == nil {
+		return
+	}
+	defer up.Close()
+	// The proxy stopping ends what it passes on.
+	stop := context.AfterFunc(ctx, func() { _ = c.Close(); _ = up.Close() })
+	defer stop()
+	pipe(c, up)
+}
+
+// pipe copies both ways until both directions end, passing each side's
+// end of writing on to the other.
+func pipe(a, b net.Conn) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = io.Copy(b, a)
+		closeWrite(b)
+	}()
+	_, _ = io.Copy(a, b)
+	closeWrite(a)
+	<-done
+}
+
+func closeWrite(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.CloseWrite()
+		return
+	}
+	_ = c.Close()
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
