@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -313,6 +314,9 @@ func readyEndpoints(slices []kinds.EndpointSlice, name string) ([]string, map[st
 			}
 		}
 	}
+	// In one order whatever order the slices came in, so that the turn
+	// goes on when they are read again.
+	sort.Strings(out)
 	return out, pods
 }
 
