@@ -159,7 +159,7 @@ func TestNodeCredentialsAreConfined(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(agent.Close)
-	nodeAgentDoesItsWork(t, agent)
+	nodeAgentDoesItsWork(t, server, agent)
 
 	protect := []protected{
 		{stores["nodes"], "n2"}, {stores["pods"], "default.theirs"}, {stores["pods"], "default.mine"},
@@ -306,7 +306,7 @@ var secretVolume = []any{map[string]any{"name": "v", "secret": map[string]any{"s
 
 // nodeAgentDoesItsWork checks that node n1's credentials suffice for its
 // agent's work, and that the relay refuses what is not n1's.
-func nodeAgentDoesItsWork(t *testing.T, agent *bus.Conn) {
+func nodeAgentDoesItsWork(t *testing.T, server, agent *bus.Conn) {
 	t.Helper()
 	ctx := context.Background()
 	pods, err := agent.Store(ctx, bus.StoreSpec{Resource: "pods", Kind: "Pod", Namespaced: true})
@@ -342,6 +342,26 @@ func nodeAgentDoesItsWork(t *testing.T, agent *bus.Conn) {
 	}
 	if _, err := leaseObjects.Get(ctx, "kube-node-lease.n1"); err != nil {
 		t.Fatalf("a node reading its own Lease object back: %v", err)
+	}
+	// Its proxy follows every Service and EndpointSlice (the control
+	// plane has made their buckets).
+	for _, spec := range []bus.StoreSpec{{Resource: "services", Kind: "Service", Namespaced: true},
+		{Resource: "endpointslices.discovery.k8s.io", Kind: "EndpointSlice", Namespaced: true}} {
+		if _, err := server.Store(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+		st, err := agent.Store(ctx, spec)
+		if err != nil {
+			t.Fatalf("a node opening the %s: %v", spec.Resource, err)
+		}
+		if _, err := st.List(ctx, bus.ListOptions{}); err != nil {
+			t.Fatalf("a node listing the %s: %v", spec.Resource, err)
+		}
+		wctx, cancel := context.WithCancel(ctx)
+		if _, err := st.Watch(wctx, bus.WatchOptions{}); err != nil {
+			t.Fatalf("a node watching the %s: %v", spec.Resource, err)
+		}
+		cancel()
 	}
 	w, err := agent.NodeWriter("n1")
 	if err != nil {

@@ -136,6 +136,7 @@ func (o *Operator) serverOptions(opts *server.Options) error {
 			return err
 		}
 	}
+	opts.MaxControlLine = maxControlLine
 	opts.TrustedOperators = []*jwt.OperatorClaims{oc}
 	opts.SystemAccount = j.systemKey
 	opts.AccountResolver = resolver
@@ -145,6 +146,12 @@ func (o *Operator) serverOptions(opts *server.Options) error {
 // accountKey is the public key of the account Homeostat's data lives in.
 func (o *Operator) accountKey() (string, error) { return o.account.PublicKey() }
 
+// maxControlLine bounds a protocol line on a server trusting the operator.
+// A node's credentials name each subject of each stream it reads (pods,
+// nodes, leases, Services, EndpointSlices): their JWT, which a client
+// sends in its CONNECT line, outgrew NATS's default of 4 KiB.
+const maxControlLine = 16 << 10
+
 // ServerConfig is the part of a nats-server configuration file that makes
 // a server trust the operator: for a deployment of separate servers.
 func (o *Operator) ServerConfig() ([]byte, error) {
@@ -153,6 +160,7 @@ func (o *Operator) ServerConfig() ([]byte, error) {
 		return nil, err
 	}
 	var b strings.Builder
+	fmt.Fprintf(&b, "max_control_line: %d\n", maxControlLine)
 	fmt.Fprintf(&b, "operator: %q\nsystem_account: %s\nresolver: MEMORY\nresolver_preload: {\n", j.operator, j.systemKey)
 	fmt.Fprintf(&b, "  %s: %q\n  %s: %q\n}\n", j.accountKey, j.account, j.systemKey, j.system)
 	return []byte(b.String()), nil

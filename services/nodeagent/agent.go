@@ -53,6 +53,9 @@ type Routes interface {
 	// Unrouted returns once the proxy sends the pod no new connection,
 	// or ctx ends.
 	Unrouted(ctx context.Context, podUID string)
+	// Env is what a pod of namespace starting now is told of its
+	// namespace's Services (NAME_SERVICE_HOST, ...).
+	Env(ctx context.Context, namespace string) []kinds.EnvVar
 }
 
 // PodWriter writes what an agent may write of its node's pods: their

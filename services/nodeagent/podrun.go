@@ -68,6 +68,9 @@ func (r *podRun) start(ctx context.Context) {
 		return
 	}
 	r.running = true
+	if a.cfg.Routes != nil {
+		p.pod = withEnv(p.pod, a.cfg.Routes.Env(ctx, r.pod.Metadata.Namespace))
+	}
 	go func() { defer close(r.done); a.cfg.Runtime.Run(ctx, p.pod, r.w.report) }()
 }
 
@@ -83,4 +86,21 @@ func (r *podRun) stopSync() {
 	if r.tick != nil {
 		r.tick.Stop()
 	}
+}
+
+// withEnv gives every container of the pod env before its own variables,
+// which win over them.
+func withEnv(p *kinds.Pod, env []kinds.EnvVar) *kinds.Pod {
+	if len(env) == 0 {
+		return p
+	}
+	out := &kinds.Pod{Object: p.Object, Spec: p.Spec, Status: p.Status}
+	for _, list := range []*[]kinds.Container{&out.Spec.InitContainers, &out.Spec.Containers} {
+		cs := append([]kinds.Container(nil), (*list)...)
+		for i := range cs {
+			cs[i].Env = append(append([]kinds.EnvVar(nil), env...), cs[i].Env...)
+		}
+		*list = cs
+	}
+	return out
 }

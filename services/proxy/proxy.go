@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -60,6 +61,9 @@ type Proxy struct {
 	stopped bool
 	// changed is closed and replaced at each change of the routes.
 	changed chan struct{}
+	// pending counts, by pod uid, connections passed on that have had no
+	// answer from the pod yet.
+	pending map[string]int
 }
 
 // New checks the configuration.
@@ -74,7 +78,7 @@ func New(cfg Config) (*Proxy, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Proxy{cfg: cfg, log: log.With("component", "proxy"), ports: map[string]*servicePort{}, byKey: map[string][]string{}, changed: make(chan struct{})}, nil
+	return &Proxy{cfg: cfg, log: log.With("component", "proxy"), ports: map[string]*servicePort{}, byKey: map[string][]string{}, changed: make(chan struct{}), pending: map[string]int{}}, nil
 }
 
 var (
@@ -103,8 +107,10 @@ func (p *Proxy) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p.svcs = reconcile.NewInformer(serviceKind, svcStore, p.log)
-	p.slices = reconcile.NewInformer(sliceKind, sliceStore, p.log)
+	svcs, slices := reconcile.NewInformer(serviceKind, svcStore, p.log), reconcile.NewInformer(sliceKind, sliceStore, p.log)
+	p.mu.Lock()
+	p.svcs, p.slices = svcs, slices
+	p.mu.Unlock()
 	p.slices.AddIndex(byService, serviceIndex)
 	p.svcs.SetDecoder(func(o *object.Object) any {
 		var spec kinds.ServiceSpec
@@ -173,9 +179,12 @@ func (p *Proxy) sync(ctx context.Context, key string) {
 			}
 			p.ports[k] = sp
 		}
-		sp.pods = w.pods
 		if sp.set(w.endpoints) && p.cfg.OnRoutes != nil {
-			p.cfg.OnRoutes(Routes{Service: key, Port: w.name, Endpoints: w.endpoints, At: time.Now()})
+			addrs := make([]string, len(w.endpoints))
+			for i, e := range w.endpoints {
+				addrs[i] = e.addr
+			}
+			p.cfg.OnRoutes(Routes{Service: key, Port: w.name, Endpoints: addrs, At: time.Now()})
 		}
 	}
 	for _, k := range p.byKey[key] {
@@ -190,24 +199,25 @@ func (p *Proxy) sync(ctx context.Context, key string) {
 	if len(keys) == 0 {
 		delete(p.byKey, key)
 	}
-	close(p.changed)
-	p.changed = make(chan struct{})
+	p.notify()
 }
 
-// Unrouted returns once the proxy sends a pod no new connection: none of
-// its Services' endpoints it routes to is the pod's (by uid), or ctx
-// ended. A node's agent waits on it before it signals a pod to stop, so
-// that the pod is out of rotation before it stops taking connections.
+// Unrouted returns once the proxy sends a pod no new connection and has
+// none to it waiting for the pod's first answer (one it passed on just
+// before the pod left rotation may not have been taken by the pod's
+// process yet), or once ctx ends. A node's agent waits on it before it
+// signals a pod to stop, so that the pod is out of rotation before it
+// stops taking connections.
 func (p *Proxy) Unrouted(ctx context.Context, podUID string) {
 	for {
 		p.mu.Lock()
-		routed := false
+		busy := p.pending[podUID] > 0
 		for _, sp := range p.ports {
-			routed = routed || sp.pods[podUID]
+			busy = busy || sp.routes(podUID)
 		}
 		changed := p.changed
 		p.mu.Unlock()
-		if !routed {
+		if !busy {
 			return
 		}
 		select {
@@ -218,12 +228,42 @@ func (p *Proxy) Unrouted(ctx context.Context, podUID string) {
 	}
 }
 
-// wantedPort is a Service port and its ready endpoints, host:port each.
+// notify wakes whoever waits on a change of the routes or of what is
+// pending; the caller holds mu.
+func (p *Proxy) notify() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// awaiting counts a connection passed on to pod that has had no answer
+// yet; the returned func says it has, or has ended, once.
+func (p *Proxy) awaiting(pod string) func() {
+	p.mu.Lock()
+	p.pending[pod]++
+	p.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			if p.pending[pod]--; p.pending[pod] <= 0 {
+				delete(p.pending, pod)
+				p.notify()
+			}
+			p.mu.Unlock()
+		})
+	}
+}
+
+// wantedPort is a Service port and its ready endpoints.
 type wantedPort struct {
 	name      string
 	port      int32
-	endpoints []string
-	pods      map[string]bool // the uids of the endpoints' pods
+	endpoints []endpoint
+}
+
+// endpoint is where a connection may go: host:port, and its pod's uid.
+type endpoint struct {
+	addr, pod string
 }
 
 // wanted reads a Service's ports that it holds (kinds.PortHolder) and
@@ -259,8 +299,7 @@ func (p *Proxy) wanted(key string) []wantedPort {
 		if name == "" {
 			name = strconv.Itoa(int(sp.Port))
 		}
-		eps, pods := readyEndpoints(slices, sp.Name)
-		out = append(out, wantedPort{name: name, port: sp.Port, endpoints: eps, pods: pods})
+		out = append(out, wantedPort{name: name, port: sp.Port, endpoints: readyEndpoints(slices, sp.Name)})
 	}
 	return out
 }
@@ -293,11 +332,10 @@ func (p *Proxy) syncAll(ctx context.Context) {
 	}
 }
 
-// readyEndpoints are the addresses of the ready endpoints of the slices'
-// port named name, each with the port's number there, and their pods.
-func readyEndpoints(slices []kinds.EndpointSlice, name string) ([]string, map[string]bool) {
-	var out []string
-	pods := map[string]bool{}
+// readyEndpoints are the ready endpoints of the slices' port named name,
+// each at the port's number there.
+func readyEndpoints(slices []kinds.EndpointSlice, name string) []endpoint {
+	var out []endpoint
 	for _, s := range slices {
 		for _, port := range s.Ports {
 			if port.Name != name || (port.Protocol != "" && port.Protocol != "TCP") || port.Port == 0 {
@@ -307,17 +345,18 @@ func readyEndpoints(slices []kinds.EndpointSlice, name string) ([]string, map[st
 				if ep.Conditions.Ready != nil && !*ep.Conditions.Ready || len(ep.Addresses) == 0 {
 					continue
 				}
-				out = append(out, net.JoinHostPort(ep.Addresses[0], strconv.Itoa(int(port.Port))))
+				e := endpoint{addr: net.JoinHostPort(ep.Addresses[0], strconv.Itoa(int(port.Port)))}
 				if ep.TargetRef != nil {
-					pods[ep.TargetRef.UID] = true
+					e.pod = ep.TargetRef.UID
 				}
+				out = append(out, e)
 			}
 		}
 	}
 	// In one order whatever order the slices came in, so that the turn
 	// goes on when they are read again.
-	sort.Strings(out)
-	return out, pods
+	sort.Slice(out, func(i, j int) bool { return out[i].addr < out[j].addr })
+	return out
 }
 
 // servicePort is one Service port's listener and where its connections go.
@@ -327,9 +366,8 @@ type servicePort struct {
 	name      string
 	port      int32
 	ln        net.Listener
-	endpoints atomic.Pointer[[]string]
+	endpoints atomic.Pointer[[]endpoint]
 	next      atomic.Uint64
-	pods      map[string]bool // guarded by the proxy's mu
 }
 
 func (p *Proxy) listen(ctx context.Context, key string, w wantedPort) (*servicePort, error) {
@@ -338,20 +376,29 @@ func (p *Proxy) listen(ctx context.Context, key string, w wantedPort) (*serviceP
 		return nil, err
 	}
 	sp := &servicePort{p: p, service: key, name: w.name, port: w.port, ln: ln}
-	sp.endpoints.Store(&[]string{})
+	sp.endpoints.Store(&[]endpoint{})
 	p.conns.Add(1)
 	go func() { defer p.conns.Done(); sp.accept(ctx) }()
 	return sp, nil
 }
 
 // set replaces the endpoints, reporting whether they changed.
-func (sp *servicePort) set(eps []string) bool {
-	old := *sp.endpoints.Load()
-	if equal(old, eps) {
+func (sp *servicePort) set(eps []endpoint) bool {
+	if slices.Equal(*sp.endpoints.Load(), eps) {
 		return false
 	}
 	sp.endpoints.Store(&eps)
 	return true
+}
+
+// routes reports whether the port sends new connections to the pod.
+func (sp *servicePort) routes(pod string) bool {
+	for _, e := range *sp.endpoints.Load() {
+		if e.pod == pod {
+			return true
+		}
+	}
+	return false
 }
 
 func (sp *servicePort) close() { _ = sp.ln.Close() }
@@ -378,22 +425,39 @@ func (sp *servicePort) serve(ctx context.Context, c net.Conn) {
 	start := int(sp.next.Add(1))
 	d := net.Dialer{Timeout: sp.p.cfg.DialTimeout}
 	var up net.Conn
+	var to endpoint
 	for i := range eps {
-		addr := eps[(start+i)%len(eps)]
+		to = eps[(start+i)%len(eps)]
 		var err error
-		if up, err = d.DialContext(ctx, "tcp", addr); err == nil {
+		if up, err = d.DialContext(ctx, "tcp", to.addr); err == nil {
 			break
 		}
-		sp.p.log.Debug("endpoint unreachable; trying the next", "service", sp.service, "endpoint", addr, "err", err)
+		sp.p.log.Debug("endpoint unreachable; trying the next", "service", sp.service, "endpoint", to.addr, "err", err)
 	}
 	if up == nil {
 		return
 	}
 	defer up.Close()
+	answered := sp.p.awaiting(to.pod)
+	defer answered()
 	// The proxy stopping ends what it passes on.
 	stop := context.AfterFunc(ctx, func() { _ = c.Close(); _ = up.Close() })
 	defer stop()
-	pipe(c, up)
+	pipe(c, &firstRead{Conn: up, then: answered})
+}
+
+// firstRead calls then at the first bytes read from its connection.
+type firstRead struct {
+	net.Conn
+	then func()
+}
+
+func (f *firstRead) Read(b []byte) (int, error) {
+	n, err := f.Conn.Read(b)
+	if n > 0 {
+		f.then()
+	}
+	return n, err
 }
 
 // pipe copies both ways until both directions end, passing each side's
@@ -411,21 +475,12 @@ func pipe(a, b net.Conn) {
 }
 
 func closeWrite(c net.Conn) {
+	if f, ok := c.(*firstRead); ok {
+		c = f.Conn
+	}
 	if tc, ok := c.(*net.TCPConn); ok {
 		_ = tc.CloseWrite()
 		return
 	}
 	_ = c.Close()
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -1,0 +1,211 @@
+package main_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/homeostat/homeostat/testenv/poll"
+)
+
+const servedDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 5
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      terminationGracePeriodSeconds: 10
+      containers:
+      - name: web
+        command: [homeostat, demo, --listen, "127.0.0.1:$(PORT)", --message, v1]
+        ports: [{name: http}]
+        readinessProbe: {httpGet: {path: /readyz, port: http}, periodSeconds: 1}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: SERVICE_PORT, targetPort: http}]
+`
+
+// load sends requests through a Service's proxy, each on a connection of
+// its own, from a few clients at once, counting those that fail.
+type load struct {
+	url  string
+	mu   sync.Mutex
+	ok   int
+	errs []string
+	stop context.CancelFunc
+	done sync.WaitGroup
+}
+
+func startLoad(url string, clients int) *load {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &load{url: url, stop: cancel}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	for range clients {
+		l.done.Add(1)
+		go func() {
+			defer l.done.Done()
+			for ctx.Err() == nil {
+				err := getOK(ctx, c, url)
+				if ctx.Err() != nil {
+					return
+				}
+				l.mu.Lock()
+				if err != nil {
+					l.errs = append(l.errs, err.Error())
+				} else {
+					l.ok++
+				}
+				l.mu.Unlock()
+			}
+		}()
+	}
+	return l
+}
+
+func getOK(ctx context.Context, c *http.Client, url string) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.ReadAll(resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// take reads and resets the counts.
+func (l *load) take() (ok int, errs []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ok, errs = l.ok, l.errs
+	l.ok, l.errs = 0, nil
+	return ok, errs
+}
+
+func (l *load) end() { l.stop(); l.done.Wait() }
+
+// A Service reached through the node's proxy: its endpoints show in
+// kubectl, pods started after it are told where it is, and requests sent
+// through it without pause fail none during a rolling update of five
+// replicas and a scale from five to one and back; a kill -9 of one pod
+// costs at most the requests in flight on it.
+func TestServicesRolloutsDropNothing(t *testing.T) {
+	dir := t.TempDir()
+	s := startUp(t, dir)
+	k := newKubectl(t, s)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	k.must("service/web created", strings.ReplaceAll(servedDeployment, "SERVICE_PORT", port), "apply", "-f", "-")
+	k.must("successfully rolled out", "", "rollout", "status", "deployment/web", "--timeout=90s")
+	url := "http://127.0.0.1:" + port + "/"
+	answers := func(want string) func() bool {
+		return func() bool {
+			resp, err := http.Get(url)
+			if err != nil {
+				return false
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return strings.HasPrefix(string(b), want)
+		}
+	}
+	poll.Until(t, "the Service answering through the proxy", 30*time.Second, answers("v1 (pod web-"))
+
+	out := k.must("endpointslice.discovery.k8s.io/web-", "", "get", "svc,endpointslices")
+	if !strings.Contains(out, "service/web") || !strings.Contains(out, port+"/TCP") {
+		t.Fatalf("kubectl get svc,endpointslices:\n%s", out)
+	}
+	poll.Until(t, "describe svc to list the five endpoints", 30*time.Second, func() bool {
+		out, err := k.run("", "describe", "svc", "web")
+		return err == nil && strings.Contains(out, "Endpoints:") && strings.Contains(out, "127.0.0.1:") && strings.Contains(out, "+ 2 more")
+	})
+
+	// A pod started after the Service is told where it is.
+	k.must("pod/client created", `apiVersion: v1
+kind: Pod
+metadata: {name: client}
+spec: {containers: [{name: c, command: [sh, -c, 'echo "web at $WEB_SERVICE_HOST:$WEB_SERVICE_PORT"; exec sleep 3600']}]}
+`, "apply", "-f", "-")
+	poll.Until(t, "the client told of the Service", 30*time.Second, func() bool {
+		out, err := k.run("", "logs", "client")
+		return err == nil && strings.Contains(out, "web at 127.0.0.1:"+port)
+	})
+
+	l := startLoad(url, 4)
+	defer l.end()
+	phase := func(name string, do func()) {
+		do()
+		ok, errs := l.take()
+		t.Logf("%s: %d requests, %d failed", name, ok+len(errs), len(errs))
+		if ok == 0 {
+			t.Fatalf("%s: no request succeeded", name)
+		}
+		if len(errs) > 0 {
+			t.Fatalf("%s: %d of %d requests failed, first: %s", name, len(errs), ok+len(errs), errs[0])
+		}
+	}
+	l.take()
+	phase("rolling update", func() {
+		k.must("deployment.apps/web patched", "", "patch", "deployment", "web", "--type=json",
+			`-p=[{"op":"replace","path":"/spec/template/spec/containers/0/command/5","value":"v2"}]`)
+		k.must("successfully rolled out", "", "rollout", "status", "deployment/web", "--timeout=120s")
+		poll.Until(t, "only v2 answering", 30*time.Second, func() bool {
+			out, err := k.run("", "get", "pods", "-l", "app=web", "-o", "jsonpath={range .items[*]}{.spec.containers[0].command[5]}{\" \"}{end}")
+			return err == nil && !strings.Contains(out, "v1")
+		})
+	})
+	phase("scale to one and back", func() {
+		k.must("scaled", "", "scale", "deployment/web", "--replicas=1")
+		poll.Until(t, "one pod left", 60*time.Second, func() bool {
+			out, err := k.run("", "get", "pods", "-l", "app=web", "-o", "name")
+			return err == nil && strings.Count(out, "pod/") == 1
+		})
+		k.must("scaled", "", "scale", "deployment/web", "--replicas=5")
+		k.must("successfully rolled out", "", "rollout", "status", "deployment/web", "--timeout=120s")
+	})
+
+	// kill -9: the requests in flight on that process fail, no more.
+	pidOut := k.must("", "", "get", "pods", "-l", "app=web", "-o", "jsonpath={.items[0].status.containerStatuses[0].pid} {.items[0].metadata.name}")
+	pidText, pod, _ := strings.Cut(strings.TrimSpace(pidOut), " ")
+	pid, err := strconv.Atoi(pidText)
+	if err != nil {
+		t.Fatalf("pid of a pod: %q", pidOut)
+	}
+	l.take()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the killed pod restarted and ready", 60*time.Second, func() bool {
+		out, err := k.run("", "get", "pod", pod, "-o", "jsonpath={.status.containerStatuses[0].restartCount} {.status.containerStatuses[0].ready}")
+		return err == nil && strings.TrimSpace(out) == "1 true"
+	})
+	ok, errs := l.take()
+	t.Logf("kill -9 of one of five pods: %d requests, %d failed %v", ok+len(errs), len(errs), errs)
+	if ok == 0 || len(errs) > 4 {
+		t.Fatalf("kill -9: %d of %d requests failed; at most the 4 clients' requests in flight may", len(errs), ok+len(errs))
+	}
+}
