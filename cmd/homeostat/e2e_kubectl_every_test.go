@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,16 +35,23 @@ func TestKubectlDescribesEveryKind(t *testing.T) {
 	k.must("crontab.stable.example.com/nightly created", "", "apply", "-f", examples)
 	k.must("successfully rolled out", "", "rollout", "status", "deployment/demo", "--timeout=90s")
 	k.must("condition met", "", "wait", "--for=condition=Complete", "job/count", "--timeout=90s")
-	out := k.must("service/web created", "", "create", "service", "clusterip", "web", "--tcp=80:8080")
-	if !strings.Contains(out, "Homeostat does not route to its pods yet") {
-		t.Fatalf("a Service was stored without a warning that nothing routes to it:\n%s", out)
+	// A node's proxy listens on each Service's port: free ones, here.
+	webPort, demoPort := freeTCPPort(t), freeTCPPort(t)
+	out := k.must("service/web created", "", "create", "service", "clusterip", "web", "--tcp="+webPort+":8080")
+	if strings.Contains(out, "Warning") {
+		t.Fatalf("a Service was stored with a warning:\n%s", out)
 	}
-	k.must("service/demo exposed", "", "expose", "deployment", "demo", "--port=80", "--target-port=8080")
+	k.must("service/demo exposed", "", "expose", "deployment", "demo", "--port="+demoPort, "--target-port=http")
 	k.must("serviceaccount/bot created", "", "create", "serviceaccount", "bot")
 	k.must("hst_default_bot-", "", "create", "token", "bot")
 	k.must("clusterrole.rbac.authorization.k8s.io/reader created", "", "create", "clusterrole", "reader", "--verb=get", "--resource=pods")
 	k.must("clusterrolebinding.rbac.authorization.k8s.io/bot-reads created", "", "create", "clusterrolebinding", "bot-reads", "--clusterrole=reader", "--serviceaccount=default:bot")
 
+	// The Service demo's endpoints are kept by a controller.
+	poll.Until(t, "the demo Service's EndpointSlices", 30*time.Second, func() bool {
+		out, err := k.run("", "get", "endpointslices", "-l", "kubernetes.io/service-name=demo", "-o", "name")
+		return err == nil && strings.Contains(out, "endpointslice")
+	})
 	resources := strings.Fields(k.must("", "", "api-resources", "--verbs=list", "-o", "name"))
 	if len(resources) < 20 {
 		t.Fatalf("api-resources listed only %v", resources)
@@ -70,6 +78,8 @@ func TestKubectlDescribesEveryKind(t *testing.T) {
 		"deployment/demo":       `Normal\s+ScalingReplicaSet\s+.*deployment-controller\s+Created new replica set demo-`,
 		"job/count":             `Normal\s+Completed\s+.*job-controller\s+Job completed`,
 		"daemonset/node-demo":   `Normal\s+SuccessfulCreate\s+.*daemonset-controller\s+Created pod: node-demo-`,
+		// A Service selecting nothing says so.
+		"service/web": `Warning\s+NoPodsSelected\s+.*endpointslice-controller\s+the selector app=web selects no pod`,
 	}
 	for obj, want := range withEvents {
 		kind, name, _ := strings.Cut(obj, "/")
@@ -166,4 +176,15 @@ func followed(t *testing.T, k *kubectlRunner) {
 	poll.Until(t, "kubectl logs -f to print "+strings.TrimSpace(want), 30*time.Second, func() bool {
 		return strings.Contains(out.String(), want)
 	})
+}
+
+// freeTCPPort is a loopback port nothing listens on now.
+func freeTCPPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 }

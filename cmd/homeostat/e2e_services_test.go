@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -29,7 +28,7 @@ spec:
       containers:
       - name: web
         command: [homeostat, demo, --listen, "127.0.0.1:$(PORT)", --message, v1]
-        ports: [{name: http}]
+        ports: [{name: http, containerPort: 0}]
         readinessProbe: {httpGet: {path: /readyz, port: http}, periodSeconds: 1}
 ---
 apiVersion: v1
@@ -113,12 +112,7 @@ func TestServicesRolloutsDropNothing(t *testing.T) {
 	dir := t.TempDir()
 	s := startUp(t, dir)
 	k := newKubectl(t, s)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
+	port := freeTCPPort(t)
 	k.must("service/web created", strings.ReplaceAll(servedDeployment, "SERVICE_PORT", port), "apply", "-f", "-")
 	k.must("successfully rolled out", "", "rollout", "status", "deployment/web", "--timeout=90s")
 	url := "http://127.0.0.1:" + port + "/"
