@@ -418,32 +418,53 @@ func (sp *servicePort) accept(ctx context.Context) {
 // one after when it refuses, until each has been tried.
 func (sp *servicePort) serve(ctx context.Context, c net.Conn) {
 	defer c.Close()
-	eps := *sp.endpoints.Load()
-	if len(eps) == 0 {
-		return
-	}
 	start := int(sp.next.Add(1))
 	d := net.Dialer{Timeout: sp.p.cfg.DialTimeout}
-	var up net.Conn
-	var to endpoint
-	for i := range eps {
-		to = eps[(start+i)%len(eps)]
-		var err error
-		if up, err = d.DialContext(ctx, "tcp", to.addr); err == nil {
-			break
+	tried := map[string]bool{}
+	for i := 0; ; i++ {
+		to, answered, ok := sp.pick(start+i, tried)
+		if !ok {
+			return
 		}
-		sp.p.log.Debug("endpoint unreachable; trying the next", "service", sp.service, "endpoint", to.addr, "err", err)
-	}
-	if up == nil {
+		tried[to.addr] = true
+		up, err := d.DialContext(ctx, "tcp", to.addr)
+		if err != nil {
+			answered()
+			sp.p.log.Debug("endpoint unreachable; trying the next", "service", sp.service, "endpoint", to.addr, "err", err)
+			continue
+		}
+		defer up.Close()
+		defer answered()
+		// The proxy stopping ends what it passes on.
+		stop := context.AfterFunc(ctx, func() { _ = c.Close(); _ = up.Close() })
+		defer stop()
+		pipe(c, &firstRead{Conn: up, then: answered})
 		return
 	}
-	defer up.Close()
-	answered := sp.p.awaiting(to.pod)
-	defer answered()
-	// The proxy stopping ends what it passes on.
-	stop := context.AfterFunc(ctx, func() { _ = c.Close(); _ = up.Close() })
-	defer stop()
-	pipe(c, &firstRead{Conn: up, then: answered})
+}
+
+// pick chooses the endpoint at turn among those not tried, and counts a
+// connection to it as waiting for its pod's answer. It counts first and
+// then checks that the endpoint is still routed to: a pod that Unrouted
+// found out of rotation with nothing waiting is then never dialled.
+func (sp *servicePort) pick(turn int, tried map[string]bool) (endpoint, func(), bool) {
+	for {
+		var left []endpoint
+		for _, e := range *sp.endpoints.Load() {
+			if !tried[e.addr] {
+				left = append(left, e)
+			}
+		}
+		if len(left) == 0 {
+			return endpoint{}, nil, false
+		}
+		to := left[turn%len(left)]
+		answered := sp.p.awaiting(to.pod)
+		if slices.Contains(*sp.endpoints.Load(), to) {
+			return to, answered, true
+		}
+		answered()
+	}
 }
 
 // firstRead calls then at the first bytes read from its connection.
