@@ -28,7 +28,7 @@ type backend struct {
 	srv  *http.Server
 }
 
-func startBackend(t *testing.T, name string) *backend {
+func startBackend(t testing.TB, name string) *backend {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +43,7 @@ func startBackend(t *testing.T, name string) *backend {
 
 // freePort is a port nothing listens on now, for a Service: the proxy
 // listens on a Service's own port.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +54,7 @@ func freePort(t *testing.T) int {
 
 // podOn makes a pod whose process is b, as its node's agent would report
 // it: running at 127.0.0.1, its port named http at b's port.
-func podOn(t *testing.T, e *testenv.Env, b *backend, ready bool) *object.Object {
+func podOn(t testing.TB, e *testenv.Env, b *backend, ready bool) *object.Object {
 	t.Helper()
 	e.Apply(fmt.Sprintf(`
 apiVersion: v1
@@ -66,7 +66,7 @@ spec: {nodeName: n1, containers: [{name: c, command: [x], ports: [{name: http}]}
 	return e.Get("pods", b.name)
 }
 
-func setStatus(t *testing.T, e *testenv.Env, b *backend, ready bool) {
+func setStatus(t testing.TB, e *testenv.Env, b *backend, ready bool) {
 	t.Helper()
 	st := object.ConditionFalse
 	if ready {
