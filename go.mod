@@ -33,6 +33,7 @@ require (
 	k8s.io/component-base v0.35.10
 	k8s.io/kube-openapi v0.0.0-20250910181357-589584f1c912
 	k8s.io/kubectl v0.35.10
+	k8s.io/kubelet v0.35.10
 	sigs.k8s.io/yaml v1.6.0
 )
 
@@ -183,6 +184,7 @@ require (
 	gopkg.in/warnings.v0 v0.1.2 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	honnef.co/go/tools v0.8.2 // indirect
+	k8s.io/apiserver v0.35.10 // indirect
 	k8s.io/cli-runtime v0.35.10 // indirect
 	k8s.io/component-helpers v0.35.10 // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect

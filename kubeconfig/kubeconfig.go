@@ -288,14 +288,20 @@ func (c *Config) path(p string) string {
 func (t *Target) HTTPClient() *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = t.TLS
-	var rt http.RoundTripper = tr
+	return &http.Client{Transport: t.Wrap(tr)}
+}
+
+// Wrap gives base's requests the target's bearer token and
+// impersonation; base brings the TLS (an upgrading round tripper, say).
+func (t *Target) Wrap(base http.RoundTripper) http.RoundTripper {
+	rt := base
 	if t.Token != "" {
 		rt = bearer{token: t.Token, next: rt}
 	}
 	if t.As != "" {
 		rt = impersonation{user: t.As, groups: t.AsGroups, next: rt}
 	}
-	return &http.Client{Transport: rt}
+	return rt
 }
 
 type impersonation struct {

@@ -48,6 +48,7 @@ func Defaults() (roles, bindings []*object.Object) {
 			{Verbs: read, APIGroups: []string{"apps"}, Resources: []string{"deployments", "deployments/status", "deployments/scale",
 				"replicasets", "replicasets/status", "replicasets/scale", "daemonsets", "daemonsets/status"}},
 			{Verbs: read, APIGroups: []string{"batch"}, Resources: []string{"jobs", "jobs/status"}},
+			{Verbs: read, APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}},
 			{Verbs: read, APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}},
 			{Verbs: []string{"get"}, APIGroups: []string{"*"}, Resources: []string{"*/reconcile", "*/raw", "*/history", "*/explain"}},
 			{Verbs: []string{"get"}, APIGroups: []string{"homeostat.io"}, Resources: []string{"traces"}},
@@ -56,7 +57,9 @@ func Defaults() (roles, bindings []*object.Object) {
 			// Secrets are edit's, not view's: reading one is holding what it guards.
 			{Verbs: write, APIGroups: []string{""}, Resources: []string{"pods", "serviceaccounts", "configmaps", "secrets", "services"}},
 			{Verbs: read, APIGroups: []string{""}, Resources: []string{"secrets"}},
-			{Verbs: []string{"create"}, APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}},
+			{Verbs: []string{"create"}, APIGroups: []string{""}, Resources: []string{"serviceaccounts/token", "pods/portforward"}},
+			// Read too: the pod must be found, and an older client sends a GET.
+			{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods/portforward"}},
 			{Verbs: write, APIGroups: []string{"apps"}, Resources: []string{"deployments", "deployments/scale", "replicasets",
 				"replicasets/scale", "daemonsets"}},
 			{Verbs: write, APIGroups: []string{"batch"}, Resources: []string{"jobs"}},

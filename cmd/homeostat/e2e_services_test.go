@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -202,4 +205,79 @@ spec: {containers: [{name: c, command: [sh, -c, 'echo "web at $WEB_SERVICE_HOST:
 	if ok == 0 || len(errs) > 4 {
 		t.Fatalf("kill -9: %d of %d requests failed; at most the 4 clients' requests in flight may", len(errs), ok+len(errs))
 	}
+}
+
+// background runs kubectl until the test ends and returns what it has
+// printed so far.
+func (k *kubectlRunner) background(args ...string) func() string {
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, k.bin, args...)
+	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+k.kubeconfig, "HOME="+k.home), k.env...)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		k.t.Fatal(err)
+	}
+	k.t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	return out.String
+}
+
+var forwarding = regexp.MustCompile(`Forwarding from (127\.0\.0\.1:\d+) -> `)
+
+// forwardedAt waits for a port-forward to say where it listens.
+func forwardedAt(t *testing.T, out func() string) string {
+	t.Helper()
+	var addr string
+	poll.Until(t, "the port-forward listening", 30*time.Second, func() bool {
+		m := forwarding.FindStringSubmatch(out())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil
+	})
+	return addr
+}
+
+// Through the API, as its admin: homeostat port-forward reaches a ready
+// pod of a Service by the Service's port name, kubectl port-forward a pod
+// by its port's number; a port the pod does not declare is refused,
+// since it is its node's.
+func TestPortForwardThroughTheAPI(t *testing.T) {
+	s := startUp(t, t.TempDir())
+	k := newKubectl(t, s)
+	port := freeTCPPort(t)
+	k.must("service/web created", strings.ReplaceAll(servedDeployment, "SERVICE_PORT", port), "apply", "-f", "-")
+	k.must("successfully rolled out", "", "rollout", "status", "deployment/web", "--timeout=90s")
+	say := func(addr string) string {
+		resp, err := http.Get("http://" + addr + "/")
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+
+	svcFwd := forwardedAt(t, startBackground(t, s, "port-forward", "svc/web", "0:http"))
+	if got := say(svcFwd); !strings.HasPrefix(got, "v1 (pod web-") {
+		t.Fatalf("through homeostat port-forward svc/web: %q", got)
+	}
+
+	out := k.must("", "", "get", "pods", "-l", "app=web", "-o", "jsonpath={.items[0].metadata.name} {.items[0].status.containerStatuses[0].ports[0].containerPort}")
+	pod, number, _ := strings.Cut(strings.TrimSpace(out), " ")
+	podFwd := forwardedAt(t, k.background("port-forward", "pod/"+pod, ":"+number))
+	if got := say(podFwd); !strings.HasPrefix(got, "v1 (pod "+pod+",") {
+		t.Fatalf("through kubectl port-forward pod/%s :%s: %q", pod, number, got)
+	}
+
+	// The API's own port is its node's, not the pod's.
+	apiPort := s.url[strings.LastIndex(s.url, ":")+1:]
+	refusedOut := k.background("port-forward", "pod/"+pod, ":"+apiPort)
+	refused := forwardedAt(t, refusedOut)
+	if got := say(refused); strings.Contains(got, "v1") {
+		t.Fatalf("a port the pod does not declare was forwarded: %q", got)
+	}
+	poll.Until(t, "kubectl to say why", 30*time.Second, func() bool {
+		return strings.Contains(refusedOut(), "declares no TCP port "+apiPort)
+	})
 }

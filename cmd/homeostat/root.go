@@ -30,6 +30,16 @@ type globals struct {
 // that exists, else the one `up` writes in the default data directory),
 // with --server or $HOMEOSTAT_SERVER overriding its server.
 func (g *globals) client() (*client.Client, error) {
+	server, target, err := g.target()
+	if err != nil {
+		return nil, err
+	}
+	return client.New(server, target.HTTPClient()), nil
+}
+
+// target is the API server the client verbs reach, and how: what
+// client() is made of, for a verb that upgrades its connection.
+func (g *globals) target() (string, *kubeconfig.Target, error) {
 	server := g.server
 	if server == "" {
 		server = os.Getenv("HOMEOSTAT_SERVER")
@@ -38,13 +48,13 @@ func (g *globals) client() (*client.Client, error) {
 	switch {
 	case errors.Is(err, kubeconfig.ErrNotFound) && g.kubeconfig == "" && server != "":
 		// A plaintext API, or one that will answer 401 but to a token.
-		return client.New(server, (&kubeconfig.Target{Token: g.token, As: g.as, AsGroups: g.asGroups}).HTTPClient()), nil
+		return server, &kubeconfig.Target{Token: g.token, As: g.as, AsGroups: g.asGroups}, nil
 	case err != nil:
-		return nil, err
+		return "", nil, err
 	}
 	target, err := cfg.Target(g.context)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	if server == "" {
 		server = target.Server
@@ -59,7 +69,7 @@ func (g *globals) client() (*client.Client, error) {
 		}
 	}
 	target.As, target.AsGroups = g.as, g.asGroups
-	return client.New(server, target.HTTPClient()), nil
+	return server, target, nil
 }
 
 // config is the kubeconfig the client verbs read: --kubeconfig, else the
@@ -123,7 +133,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(
 		newUp(g), newAPI(g), newControllers(g), newScheduler(g), newNodeAgent(g), newDemo(),
 		newApply(g), newGet(g), newDescribe(g), newDelete(g), newAPIResources(g),
-		newRollout(g), newScale(g), newLogs(g), newBench(), newTrace(g), newHistory(g), newExplain(g),
+		newRollout(g), newScale(g), newLogs(g), newPortForward(g), newBench(), newTrace(g), newHistory(g), newExplain(g),
 		newToken(g), newAuth(g), newUser(), newAudit(g), newPKI(), newNATS(), newLogShim(),
 	)
 	return root

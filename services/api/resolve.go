@@ -67,6 +67,9 @@ func (s *Service) resolve(r *http.Request) (*resourceRef, *apiError) {
 	if ref.sub == "log" && (res.Custom || res.Kind != "Pod") {
 		return nil, newError(http.StatusNotFound, object.ReasonNotFound, "only pods have logs")
 	}
+	if ref.sub == "portforward" && (res.Custom || res.Kind != "Pod") {
+		return nil, newError(http.StatusNotFound, object.ReasonNotFound, "only pods forward ports")
+	}
 	if ref.sub == "token" && (res.Custom || res.Kind != "ServiceAccount") {
 		return nil, newError(http.StatusNotFound, object.ReasonNotFound, "only serviceaccounts issue tokens")
 	}
@@ -90,7 +93,7 @@ func (s *Service) resolve(r *http.Request) (*resourceRef, *apiError) {
 
 // knownSubresources are the subresources served, of some kinds at least.
 var knownSubresources = map[string]bool{"status": true, "scale": true, "log": true, "token": true,
-	"reconcile": true, "raw": true, "history": true, "explain": true}
+	"reconcile": true, "raw": true, "history": true, "explain": true, "portforward": true}
 
 // unsupportedPodSubresources are Kubernetes' pod subresources Homeostat has
 // not built, with why, so that kubectl exec, attach, cp and port-forward
@@ -98,7 +101,6 @@ var knownSubresources = map[string]bool{"status": true, "scale": true, "log": tr
 var unsupportedPodSubresources = map[string]string{
 	"exec":                "a pod is a process on its node's host; run commands on the node itself, or read the pod's output with kubectl logs",
 	"attach":              "a pod is a process on its node's host, and its output is in its log (kubectl logs -f)",
-	"portforward":         "a pod's process listens on its node's own address; reach it there",
 	"proxy":               "a pod's process listens on its node's own address; reach it there",
 	"ephemeralcontainers": "a pod's containers are processes; there is no sandbox to add a container to",
 }
@@ -141,7 +143,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, s.log, e)
 		return
 	}
-	if !isWatch(r) && r.PathValue("sub") != "log" {
+	if sub := r.PathValue("sub"); !isWatch(r) && sub != "log" && sub != "portforward" {
 		ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
 		defer cancel()
 		r = r.WithContext(ctx)
@@ -187,6 +189,12 @@ func (s *Service) dispatch(w http.ResponseWriter, r *http.Request, ref *resource
 			return methodNotAllowed(r, "GET")
 		}
 		return s.podLog(w, r, ref)
+	}
+	if ref.sub == "portforward" {
+		if r.Method != http.MethodPost && r.Method != http.MethodGet {
+			return methodNotAllowed(r, "POST, GET")
+		}
+		return s.portForward(w, r, ref)
 	}
 	if ref.sub == "token" {
 		if r.Method != http.MethodPost {

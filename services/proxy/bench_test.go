@@ -285,7 +285,6 @@ spec: {selector: {app: web}, ports: [{name: http, port: %d, targetPort: http}]}
 	}
 }
 
-
 // freePorts are n distinct ports nothing listens on now: each is held
 // until all are found, as a port let go may be handed out again.
 func freePorts(b *testing.B, n int) []int {
