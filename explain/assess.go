@@ -343,8 +343,8 @@ func assessNode(o *object.Object) *assessment {
 	return a
 }
 
-// assessConditions judges a kind Homeostat does not know (a custom kind)
-// by the conditions Kubernetes' conventions name.
+// assessConditions judges a kind by the conditions Kubernetes'
+// conventions name: a custom kind, a Service.
 func assessConditions(o *object.Object) *assessment {
 	var st struct {
 		Phase      string             `json:"phase"`
@@ -355,7 +355,8 @@ func assessConditions(o *object.Object) *assessment {
 	if st.Phase == "Failed" {
 		a.health, a.reason = Unhealthy, "Failed"
 	}
-	for _, typ := range []string{"Ready", "Available", "Complete", "Succeeded", "Established"} {
+	// EndpointsReady is a Service's: whether each port has a ready pod.
+	for _, typ := range []string{"Ready", "Available", "Complete", "Succeeded", "Established", "EndpointsReady"} {
 		c := condition(st.Conditions, typ)
 		if c == nil {
 			continue

@@ -283,6 +283,14 @@ func TestExplainOtherKinds(t *testing.T) {
 		t.Fatalf("a custom kind: %+v %q", e.RootCause, e.Summary)
 	}
 
+	svc := obj(t, `{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","namespace":"default","uid":"s1"},
+	  "spec":{"selector":{"app":"web"},"ports":[{"name":"http","port":8000,"targetPort":"web"}]},
+	  "status":{"conditions":[{"type":"EndpointsReady","status":"False","reason":"TargetPortNotFound","message":"port http: none of the 3 pods selected declares a TCP port named \"web\""}]}}`)
+	e = explain.Explain(explain.Input{Now: now, Root: svc})
+	if e.RootCause == nil || e.RootCause.Reason != "TargetPortNotFound" || !strings.Contains(e.Summary, "EndpointsReady=False") {
+		t.Fatalf("a Service without endpoints: %+v %q", e.RootCause, e.Summary)
+	}
+
 	alone := obj(t, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"big","namespace":"default","uid":"b1"},
 	  "spec":{"containers":[{"name":"c","command":["x"],"resources":{"requests":{"memory":"64Gi"}}}]},
 	  "status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable","message":"0/1 nodes are available: 1 Insufficient memory."}]}}`)

@@ -36,7 +36,8 @@ func TestKubectlDescribesEveryKind(t *testing.T) {
 	k.must("successfully rolled out", "", "rollout", "status", "deployment/demo", "--timeout=90s")
 	k.must("condition met", "", "wait", "--for=condition=Complete", "job/count", "--timeout=90s")
 	// A node's proxy listens on each Service's port: free ones, here.
-	webPort, demoPort := freeTCPPort(t), freeTCPPort(t)
+	ports := freeTCPPorts(t, 2)
+	webPort, demoPort := ports[0], ports[1]
 	out := k.must("service/web created", "", "create", "service", "clusterip", "web", "--tcp="+webPort+":8080")
 	if strings.Contains(out, "Warning") {
 		t.Fatalf("a Service was stored with a warning:\n%s", out)
@@ -179,12 +180,20 @@ func followed(t *testing.T, k *kubectlRunner) {
 }
 
 // freeTCPPort is a loopback port nothing listens on now.
-func freeTCPPort(t *testing.T) string {
+func freeTCPPort(t *testing.T) string { return freeTCPPorts(t, 1)[0] }
+
+// freeTCPPorts are n distinct loopback ports nothing listens on now: each
+// is held until all are found, as a port let go may be handed out again.
+func freeTCPPorts(t *testing.T, n int) []string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var out []string
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		out = append(out, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 	}
-	defer ln.Close()
-	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	return out
 }
