@@ -272,13 +272,17 @@ func TestKubectlCreateGenerators(t *testing.T) {
 		{"exec", "p", "-n", "team", "--", "ls"},
 		{"attach", "p", "-n", "team"},
 		{"cp", "team/p:/etc/hosts", filepath.Join(t.TempDir(), "hosts")},
-		{"port-forward", "pod/p", "-n", "team", "0:80"},
 		{"top", "pods", "-n", "team"},
 	} {
 		out, err := k.run("", args...)
 		if err == nil || !strings.Contains(out, "not supported by Homeostat") && !strings.Contains(out, "Metrics API not available") {
 			t.Errorf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
+	}
+	// Port forwarding is (TestPortForwardThroughTheAPI), to a pod whose
+	// node has said where it runs.
+	if out, err := k.run("", "port-forward", "pod/p", "-n", "team", "0:80"); err == nil || !strings.Contains(out, `pod "p" has no address yet`) {
+		t.Errorf("kubectl port-forward to a pod without an address: %v\n%s", err, out)
 	}
 	// A client-side dry run's output is taken back as it is.
 	manifest := k.must("kind: Deployment", "", "create", "deployment", "dry", "-n", "team", "--image=x", "--dry-run=client", "-o", "yaml", "--", "sleep", "1")

@@ -35,8 +35,11 @@ func (s *Service) portForward(w http.ResponseWriter, r *http.Request, ref *resou
 	if derr != nil {
 		return newError(http.StatusInternalServerError, object.ReasonInternalError, "decoding the pod: %v", derr)
 	}
-	if p.Status.Phase != kinds.PodRunning || p.Status.PodIP == "" {
+	switch {
+	case p.Status.Phase != kinds.PodRunning:
 		return badRequest("pod %q is not running (phase %s): there is no process to forward to", ref.name, orPending(p.Status.Phase))
+	case p.Status.PodIP == "":
+		return badRequest("pod %q has no address yet: its node has not reported it running", ref.name)
 	}
 	var opts *portforward.V4Options
 	if isWebSocket(r) {
