@@ -17,13 +17,9 @@ import (
 // GET .../pods/{name}/log?container=&follow=true&previous=true&tailLines=N
 // &timestamps=true&sinceSeconds=N&sinceTime=T&limitBytes=N.
 func (s *Service) podLog(w http.ResponseWriter, r *http.Request, ref *resourceRef) *apiError {
-	o, err := ref.store.Get(r.Context(), ref.key())
-	if err != nil {
-		return storeError(ref, ref.name, err)
-	}
-	p, derr := kinds.DecodePod(o)
-	if derr != nil {
-		return newError(http.StatusInternalServerError, object.ReasonInternalError, "decoding the pod: %v", derr)
+	p, e := podOf(r, ref)
+	if e != nil {
+		return e
 	}
 	if p.Spec.NodeName == "" {
 		return badRequest("pod %q has not been scheduled to a node yet", ref.name)
@@ -141,4 +137,17 @@ func logLimit(q url.Values) (int64, *apiError) {
 	}
 	limit, _ := strconv.ParseInt(q.Get("limitBytes"), 10, 64)
 	return limit, nil
+}
+
+// podOf reads the pod a pod subresource is of.
+func podOf(r *http.Request, ref *resourceRef) (*kinds.Pod, *apiError) {
+	o, err := ref.store.Get(r.Context(), ref.key())
+	if err != nil {
+		return nil, storeError(ref, ref.name, err)
+	}
+	p, derr := kinds.DecodePod(o)
+	if derr != nil {
+		return nil, newError(http.StatusInternalServerError, object.ReasonInternalError, "decoding the pod: %v", derr)
+	}
+	return p, nil
 }

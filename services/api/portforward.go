@@ -13,7 +13,6 @@ import (
 	"k8s.io/kubelet/pkg/cri/streaming/portforward"
 
 	"github.com/homeostat/homeostat/kinds"
-	"github.com/homeostat/homeostat/object"
 )
 
 // Port forwarding: the API speaks the kubelet's protocol to the client
@@ -27,13 +26,9 @@ const (
 )
 
 func (s *Service) portForward(w http.ResponseWriter, r *http.Request, ref *resourceRef) *apiError {
-	o, err := ref.store.Get(r.Context(), ref.key())
-	if err != nil {
-		return storeError(ref, ref.name, err)
-	}
-	p, derr := kinds.DecodePod(o)
-	if derr != nil {
-		return newError(http.StatusInternalServerError, object.ReasonInternalError, "decoding the pod: %v", derr)
+	p, e := podOf(r, ref)
+	if e != nil {
+		return e
 	}
 	switch {
 	case p.Status.Phase != kinds.PodRunning:
@@ -43,6 +38,7 @@ func (s *Service) portForward(w http.ResponseWriter, r *http.Request, ref *resou
 	}
 	var opts *portforward.V4Options
 	if isWebSocket(r) {
+		var err error
 		if opts, err = portforward.NewV4Options(r); err != nil {
 			return badRequest("%v", err)
 		}

@@ -233,31 +233,16 @@ func watchReady(ctx context.Context, b *testing.B, e *testenv.Env, p *propagatio
 // the proxy does per connection: accept, dial, copy) and on one kept-alive
 // connection (what it adds per request once connected).
 func BenchmarkProxyOverhead(b *testing.B) {
-	e := testenv.New(b)
-	e.Controllers()
-	port := freePort(b)
-	e.Apply(fmt.Sprintf(`
-apiVersion: v1
-kind: Service
-metadata: {name: web}
-spec: {selector: {app: web}, ports: [{name: http, port: %d, targetPort: http}]}
-`, port))
+	e, port := webService(b)
 	be := startBackend(b, "a")
 	podOn(b, e, be, true)
 	routed := make(chan struct{})
 	var once sync.Once
-	px, err := proxy.New(proxy.Config{Bus: e.Client(), Address: "127.0.0.1", OnRoutes: func(r proxy.Routes) {
+	runProxy(b, proxy.Config{Bus: e.Client(), Address: "127.0.0.1", OnRoutes: func(r proxy.Routes) {
 		if len(r.Endpoints) > 0 {
 			once.Do(func() { close(routed) })
 		}
 	}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- px.Run(ctx) }()
-	b.Cleanup(func() { cancel(); <-done })
 	select {
 	case <-routed:
 	case <-time.After(30 * time.Second):

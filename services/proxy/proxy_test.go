@@ -20,6 +20,39 @@ import (
 	"github.com/homeostat/homeostat/testenv/poll"
 )
 
+// webService starts the API and the controllers and makes Service web,
+// of the pods labelled app=web, on a free port it returns.
+func webService(t testing.TB) (*testenv.Env, int) {
+	e := testenv.New(t)
+	e.Controllers()
+	port := freePort(t)
+	e.Apply(fmt.Sprintf(`
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec: {selector: {app: web}, ports: [{name: http, port: %d, targetPort: http}]}
+`, port))
+	return e, port
+}
+
+// runProxy runs a proxy until the test ends.
+func runProxy(t testing.TB, cfg proxy.Config) *proxy.Proxy {
+	px, err := proxy.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- px.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("proxy: %v", err)
+		}
+	})
+	return px
+}
+
 // backend is an HTTP server standing for a pod's process: it answers
 // with its name.
 type backend struct {
@@ -118,33 +151,13 @@ func get(url string) (string, error) {
 // refuses is passed over for the next; a pod out of rotation is said so
 // by Unrouted.
 func TestProxyRoutesToReadyEndpoints(t *testing.T) {
-	e := testenv.New(t)
-	e.Controllers()
-	port := freePort(t)
-	e.Apply(fmt.Sprintf(`
-apiVersion: v1
-kind: Service
-metadata: {name: web}
-spec: {selector: {app: web}, ports: [{name: http, port: %d, targetPort: http}]}
-`, port))
+	e, port := webService(t)
 	a, b := startBackend(t, "a"), startBackend(t, "b")
 	podA := podOn(t, e, a, true)
 	podOn(t, e, b, true)
 
 	rs := &routes{last: map[string][]string{}}
-	px, err := proxy.New(proxy.Config{Bus: e.Client(), Address: "127.0.0.1", OnRoutes: rs.on})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- px.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("proxy: %v", err)
-		}
-	})
+	px := runProxy(t, proxy.Config{Bus: e.Client(), Address: "127.0.0.1", OnRoutes: rs.on})
 	key := podA.Metadata.Namespace + ".web/http"
 	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/"
 	poll.Until(t, "both endpoints routed", 10*time.Second, func() bool { return rs.count(key) == 2 })
