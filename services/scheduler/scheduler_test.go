@@ -265,3 +265,51 @@ spec:
 		return p.Spec.NodeName == "y"
 	})
 }
+
+// A port declared by number is its pod's on its node: a second pod
+// declaring it is placed on another node, or waits saying why; a port
+// the node picks keeps no pod apart.
+func TestHostPortsKeepPodsApart(t *testing.T) {
+	e := testenv.New(t)
+	e.Scheduler("s1")
+	capacity := kinds.ResourceList{"cpu": "8", "memory": "8Gi", "pods": "10"}
+	e.Node("a", capacity, nil)
+	ported := func(name, port string) string {
+		return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s, labels: {app: t}}
+spec:
+  containers: [{name: c, command: [x], ports: [%s]}]
+`, name, port)
+	}
+	e.Apply(ported("first", "{containerPort: 8080}"))
+	e.Apply(ported("picked", "{name: http, containerPort: 0}"))
+	e.Eventually("first and picked bound to a", 10*time.Second, func() bool {
+		n := 0
+		for _, p := range e.Pods("app=t") {
+			if p.Spec.NodeName == "a" {
+				n++
+			}
+		}
+		return n == 2
+	})
+	e.Apply(ported("second", "{containerPort: 8080}"))
+	want := "0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports."
+	e.Eventually("second waiting, saying why", 10*time.Second, func() bool {
+		for _, p := range e.Pods("app=t") {
+			if c := scheduledCond(p); p.Metadata.Name == "second" && c != nil && c.Status == "False" && c.Message == want {
+				return true
+			}
+		}
+		return false
+	})
+	e.Node("b", capacity, nil)
+	e.Eventually("second bound to b", 10*time.Second, func() bool {
+		for _, p := range e.Pods("app=t") {
+			if p.Metadata.Name == "second" {
+				return p.Spec.NodeName == "b"
+			}
+		}
+		return false
+	})
+}
