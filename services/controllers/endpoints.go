@@ -272,7 +272,7 @@ func servicesOfPod(ctrl *reconcile.Controller, svcs *reconcile.Informer, bucket 
 
 // endpointChanged reports the pod changes that can change its endpoint:
 // labels, deletion, its address, phase, readiness, its node and the ports
-// its node gave it.
+// its node gave it, once it has an address.
 func endpointChanged(ch reconcile.Change) bool {
 	old, new := ch.Old, ch.New
 	if old.Metadata.Deleting() != new.Metadata.Deleting() || !maps.Equal(old.Metadata.Labels, new.Metadata.Labels) {
@@ -282,6 +282,11 @@ func endpointChanged(ch reconcile.Change) bool {
 	b, okB := ch.NewValue.(*kinds.Pod)
 	if !okA || !okB {
 		return true
+	}
+	if a.Status.PodIP == "" && b.Status.PodIP == "" {
+		// Not an endpoint before or after (a bind, a pending pod's
+		// status): only the count of pods selected, which it was already.
+		return false
 	}
 	if a.Status.PodIP != b.Status.PodIP || a.Status.Phase != b.Status.Phase || a.Ready() != b.Ready() || a.Spec.NodeName != b.Spec.NodeName {
 		return true

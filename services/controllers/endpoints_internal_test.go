@@ -8,6 +8,7 @@ import (
 
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/reconcile"
 )
 
 // epPod is a pod for desiredSlices: address "" means none yet; ports are
@@ -137,4 +138,41 @@ func sortedSlices(s ...string) []string {
 		}
 	}
 	return s
+}
+
+// Which pod changes can change a Service's endpoints, and so wake it.
+func TestEndpointChanged(t *testing.T) {
+	base := func() *kinds.Pod { return epPod("a", "10.0.0.1", true, false, "http=20001") }
+	noIP := func() *kinds.Pod { return epPod("a", "", false, false, "http=20001") }
+	cases := []struct {
+		name   string
+		old    *kinds.Pod
+		change func(p *kinds.Pod)
+		want   bool
+	}{
+		{"nothing", base(), func(*kinds.Pod) {}, false},
+		{"an annotation", base(), func(p *kinds.Pod) { p.Metadata.Annotations = map[string]string{"x": "y"} }, false},
+		{"a bind, no address yet", noIP(), func(p *kinds.Pod) { p.Spec.NodeName = "n2" }, false},
+		{"an address", noIP(), func(p *kinds.Pod) { p.Status.PodIP = "10.0.0.1" }, true},
+		{"not ready", base(), func(p *kinds.Pod) { p.Status.Conditions[0].Status = object.ConditionFalse }, true},
+		{"deleted", base(), func(p *kinds.Pod) { now := time.Now(); p.Metadata.DeletionTimestamp = &now }, true},
+		{"deleted before it had an address", noIP(), func(p *kinds.Pod) { now := time.Now(); p.Metadata.DeletionTimestamp = &now }, true},
+		{"labels", base(), func(p *kinds.Pod) { p.Metadata.Labels = map[string]string{"app": "other"} }, true},
+		{"its port's number", base(), func(p *kinds.Pod) { p.Status.ContainerStatuses[0].Ports[0].ContainerPort = 20002 }, true},
+		{"finished", base(), func(p *kinds.Pod) { p.Status.Phase = kinds.PodSucceeded }, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			next := epPod("a", "", false, false)
+			*next = *tc.old
+			next.Object = tc.old.Object.Clone()
+			next.Status.Conditions = append([]object.Condition(nil), tc.old.Status.Conditions...)
+			next.Status.ContainerStatuses = []kinds.ContainerStatus{{Name: "c", Ports: append([]kinds.ContainerPort(nil), tc.old.Status.ContainerStatuses[0].Ports...)}}
+			tc.change(next)
+			ch := reconcile.Change{Old: tc.old.Object, New: next.Object, OldValue: tc.old, NewValue: next}
+			if got := endpointChanged(ch); got != tc.want {
+				t.Fatalf("endpointChanged = %v, want %v", got, tc.want)
+			}
+		})
+	}
 }
