@@ -240,8 +240,8 @@ func forwardedAt(t *testing.T, out func() string) string {
 
 // Through the API, as its admin: homeostat port-forward reaches a ready
 // pod of a Service by the Service's port name, kubectl port-forward a pod
-// by its port's number; a port the pod does not declare is refused,
-// since it is its node's.
+// by its port's number and a Service whose target port is a number; a
+// port the pod does not declare is refused, since it is its node's.
 func TestPortForwardThroughTheAPI(t *testing.T) {
 	s := startUp(t, t.TempDir())
 	k := newKubectl(t, s)
@@ -268,6 +268,38 @@ func TestPortForwardThroughTheAPI(t *testing.T) {
 	podFwd := forwardedAt(t, k.background("port-forward", "pod/"+pod, ":"+number))
 	if got := say(podFwd); !strings.HasPrefix(got, "v1 (pod "+pod+",") {
 		t.Fatalf("through kubectl port-forward pod/%s :%s: %q", pod, number, got)
+	}
+
+	// kubectl reaches a Service whose target port is a number, through a
+	// pod it picks (a named port the node picked has number 0 in the
+	// pod's spec, which kubectl reads).
+	ports := freeTCPPorts(t, 2)
+	k.must("service/fixed created", fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: fixed}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: fixed}}
+  template:
+    metadata: {labels: {app: fixed}}
+    spec:
+      containers:
+      - name: web
+        command: [homeostat, demo, --listen, "127.0.0.1:$(PORT)", --message, fixed]
+        ports: [{containerPort: %[1]s}]
+        readinessProbe: {tcpSocket: {port: %[1]s}, periodSeconds: 1}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: fixed}
+spec:
+  selector: {app: fixed}
+  ports: [{port: %[2]s, targetPort: %[1]s}]
+`, ports[0], ports[1]), "apply", "-f", "-")
+	k.must("successfully rolled out", "", "rollout", "status", "deployment/fixed", "--timeout=90s")
+	svcKubectl := forwardedAt(t, k.background("port-forward", "svc/fixed", ":"+ports[1]))
+	if got := say(svcKubectl); !strings.HasPrefix(got, "fixed (pod fixed-") {
+		t.Fatalf("through kubectl port-forward svc/fixed: %q", got)
 	}
 
 	// The API's own port is its node's, not the pod's.
