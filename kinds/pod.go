@@ -401,3 +401,36 @@ func SameToAgent(a, b *object.Object) bool {
 	da, db := a.Metadata.DeletionTimestamp, b.Metadata.DeletionTimestamp
 	return a.Metadata.UID == b.Metadata.UID && (da == nil) == (db == nil) && (da == nil || da.Equal(*db)) && bytes.Equal(a.Spec, b.Spec)
 }
+
+// PortNumber is the number of the pod's port named name, of protocol
+// (TCP when ""): as its node gave it, for a port declared without one,
+// else as declared; false when no port of that name has a number yet.
+func (p *Pod) PortNumber(name, protocol string) (int32, bool) {
+	same := func(cp ContainerPort) bool {
+		return cp.Name == name && cp.ContainerPort > 0 && Protocol(cp.Protocol) == Protocol(protocol)
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		for _, cp := range cs.Ports {
+			if same(cp) {
+				return cp.ContainerPort, true
+			}
+		}
+	}
+	for _, c := range p.Spec.Containers {
+		for _, cp := range c.Ports {
+			if same(cp) {
+				return cp.ContainerPort, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// Protocol is a port's protocol, TCP when it names none, as Kubernetes
+// defaults it.
+func Protocol(protocol string) string {
+	if protocol == "" {
+		return "TCP"
+	}
+	return protocol
+}

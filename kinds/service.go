@@ -98,7 +98,7 @@ func (s *ServiceSpec) ProxiedPorts() []ServicePort {
 	}
 	var out []ServicePort
 	for _, p := range s.Ports {
-		if p.Protocol == "" || p.Protocol == "TCP" {
+		if Protocol(p.Protocol) == "TCP" {
 			out = append(out, p)
 		}
 	}
@@ -126,4 +126,30 @@ func PortHolder(port int32, svcs []DecodedService) *object.Object {
 		}
 	}
 	return holder
+}
+
+// ServiceSpecOrNil decodes o's spec as a Service's, or returns nil: the
+// decoder that informers keep Services with, once per change.
+func ServiceSpecOrNil(o *object.Object) any {
+	var spec ServiceSpec
+	if o.DecodeSpec(&spec) != nil {
+		return nil
+	}
+	return &spec
+}
+
+// DecodedServices are the Services of a cache that keeps them decoded by
+// ServiceSpecOrNil (an informer).
+func DecodedServices(cache interface {
+	List() []*object.Object
+	Value(key string) (any, bool)
+}) []DecodedService {
+	objs := cache.List()
+	out := make([]DecodedService, 0, len(objs))
+	for _, o := range objs {
+		v, _ := cache.Value(o.Key())
+		spec, _ := v.(*ServiceSpec)
+		out = append(out, DecodedService{Object: o, Spec: spec})
+	}
+	return out
 }

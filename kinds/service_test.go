@@ -54,3 +54,30 @@ func TestPortHolder(t *testing.T) {
 		})
 	}
 }
+
+// A named port's number: as its node gave it (the status), else as
+// declared, of the protocol asked for (TCP when none).
+func TestPortNumber(t *testing.T) {
+	p := &kinds.Pod{Object: &object.Object{}}
+	p.Spec.Containers = []kinds.Container{{Name: "c", Ports: []kinds.ContainerPort{
+		{Name: "http"}, {Name: "admin", ContainerPort: 9000}, {Name: "dns", ContainerPort: 53, Protocol: "UDP"}}}}
+	p.Status.ContainerStatuses = []kinds.ContainerStatus{{Name: "c", Ports: []kinds.ContainerPort{
+		{Name: "http", ContainerPort: 20001, Protocol: "TCP"}}}}
+	cases := []struct {
+		name, proto string
+		want        int32
+		ok          bool
+	}{
+		{"http", "", 20001, true}, {"http", "TCP", 20001, true}, {"admin", "", 9000, true},
+		{"dns", "UDP", 53, true}, {"dns", "", 0, false}, {"none", "", 0, false},
+	}
+	for _, c := range cases {
+		if got, ok := p.PortNumber(c.name, c.proto); got != c.want || ok != c.ok {
+			t.Errorf("PortNumber(%q, %q) = %d, %v; want %d, %v", c.name, c.proto, got, ok, c.want, c.ok)
+		}
+	}
+	unpicked := &kinds.Pod{Object: &object.Object{}, Spec: p.Spec}
+	if _, ok := unpicked.PortNumber("http", ""); ok {
+		t.Error("a port its node has not picked yet has a number")
+	}
+}

@@ -85,21 +85,10 @@ func podPort(p *kinds.Pod, port string) (int32, error) {
 	if n, err := strconv.ParseInt(port, 10, 32); err == nil {
 		return int32(n), nil
 	}
-	for _, cs := range p.Status.ContainerStatuses {
-		for _, cp := range cs.Ports {
-			if cp.Name == port && cp.ContainerPort > 0 {
-				return cp.ContainerPort, nil
-			}
-		}
+	if n, ok := p.PortNumber(port, ""); ok {
+		return n, nil
 	}
-	for _, c := range p.Spec.Containers {
-		for _, cp := range c.Ports {
-			if cp.Name == port && cp.ContainerPort > 0 {
-				return cp.ContainerPort, nil
-			}
-		}
-	}
-	return 0, fmt.Errorf("pod %s has no port named %q with a number yet", p.Metadata.Name, port)
+	return 0, fmt.Errorf("pod %s has no TCP port named %q with a number yet", p.Metadata.Name, port)
 }
 
 // serviceEndpoint is a ready endpoint of a Service's port (by number or

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/httpstream/wsstream"
 	"k8s.io/kubelet/pkg/cri/streaming/portforward"
 
 	"github.com/homeostat/homeostat/kinds"
@@ -37,7 +38,7 @@ func (s *Service) portForward(w http.ResponseWriter, r *http.Request, ref *resou
 		return badRequest("pod %q has no address yet: its node has not reported it running", ref.name)
 	}
 	var opts *portforward.V4Options
-	if isWebSocket(r) {
+	if wsstream.IsWebSocketRequest(r) {
 		var err error
 		if opts, err = portforward.NewV4Options(r); err != nil {
 			return badRequest("%v", err)
@@ -56,24 +57,20 @@ func orPending(phase string) string {
 	return phase
 }
 
-func isWebSocket(r *http.Request) bool {
-	return r.Header.Get("Upgrade") == "websocket" || r.Header.Get("Upgrade") == "WebSocket"
-}
-
 // declaredPorts are the TCP ports a pod's containers declare, with the
 // numbers their node gave those declared without one.
 func declaredPorts(p *kinds.Pod) map[int32]bool {
 	out := map[int32]bool{}
 	for _, c := range p.Spec.Containers {
 		for _, cp := range c.Ports {
-			if cp.ContainerPort > 0 && (cp.Protocol == "" || cp.Protocol == "TCP") {
+			if cp.ContainerPort > 0 && kinds.Protocol(cp.Protocol) == "TCP" {
 				out[cp.ContainerPort] = true
 			}
 		}
 	}
 	for _, cs := range p.Status.ContainerStatuses {
 		for _, cp := range cs.Ports {
-			if cp.ContainerPort > 0 && (cp.Protocol == "" || cp.Protocol == "TCP") {
+			if cp.ContainerPort > 0 && kinds.Protocol(cp.Protocol) == "TCP" {
 				out[cp.ContainerPort] = true
 			}
 		}

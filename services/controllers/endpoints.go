@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/homeostat/homeostat/bus"
@@ -44,15 +45,6 @@ type endpoints struct {
 	now                func() time.Time
 }
 
-// serviceOrNil decodes a Service's spec, for the informer to keep.
-func serviceOrNil(o *object.Object) any {
-	var spec kinds.ServiceSpec
-	if o.DecodeSpec(&spec) != nil {
-		return nil
-	}
-	return &spec
-}
-
 func (c *endpoints) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	o, ok := c.svcs.Get(req.Key)
 	var spec *kinds.ServiceSpec
@@ -66,11 +58,7 @@ func (c *endpoints) Reconcile(ctx context.Context, req reconcile.Request) (recon
 		// their owner.)
 		return reconcile.Result{}, c.sync(ctx, req.Key, nil, nil)
 	}
-	sel := object.LabelSelector{MatchLabels: spec.Selector}
-	s, err := sel.Selector()
-	if err != nil {
-		return reconcile.Result{}, reconcile.Terminal(err)
-	}
+	s := object.SelectorFromSet(spec.Selector)
 	var picked []*kinds.Pod
 	for _, p := range podsOf(c.pods, byNamespace, o.Metadata.Namespace) {
 		if s.Matches(p.Metadata.Labels) {
@@ -88,7 +76,7 @@ func (c *endpoints) Reconcile(ctx context.Context, req reconcile.Request) (recon
 // portTaken marks the verdict of a Service whose port another, older
 // Service has: the proxies serve that one on it (kinds.PortHolder).
 func (c *endpoints) portTaken(o *object.Object, spec *kinds.ServiceSpec, v *endpointsVerdict) {
-	all := decodedServices(c.svcs)
+	all := kinds.DecodedServices(c.svcs)
 	for _, sp := range spec.ProxiedPorts() {
 		if h := kinds.PortHolder(sp.Port, all); h != nil && h.Key() != o.Key() {
 			v.ready, v.reason = false, reasonPortTaken
@@ -97,17 +85,6 @@ func (c *endpoints) portTaken(o *object.Object, spec *kinds.ServiceSpec, v *endp
 			return
 		}
 	}
-}
-
-func decodedServices(svcs *reconcile.Informer) []kinds.DecodedService {
-	objs := svcs.List()
-	out := make([]kinds.DecodedService, 0, len(objs))
-	for _, o := range objs {
-		v, _ := svcs.Value(o.Key())
-		spec, _ := v.(*kinds.ServiceSpec)
-		out = append(out, kinds.DecodedService{Object: o, Spec: spec})
-	}
-	return out
 }
 
 // sharingPorts enqueues the other Services that ask for a port the
@@ -126,7 +103,7 @@ func sharingPorts(ctrl *reconcile.Controller, svcs *reconcile.Informer) func(rec
 			return
 		}
 		self := ch.Object().Key()
-		for _, s := range decodedServices(svcs) {
+		for _, s := range kinds.DecodedServices(svcs) {
 			if s.Spec == nil || s.Object.Key() == self {
 				continue
 			}
@@ -249,20 +226,17 @@ func (c *endpoints) setCondition(ctx context.Context, svc *object.Object, v endp
 // picks the pod before or after a change that can change its endpoint.
 func servicesOfPod(ctrl *reconcile.Controller, svcs *reconcile.Informer, bucket string) func(reconcile.Change) {
 	return func(ch reconcile.Change) {
-		if ch.Old != nil && ch.New != nil && !endpointChanged(ch) {
+		inNamespace := svcs.ByIndex(byNamespace, ch.Object().Metadata.Namespace)
+		if len(inNamespace) == 0 || ch.Old != nil && ch.New != nil && !endpointChanged(ch) {
 			return
 		}
-		o := ch.Object()
-		for _, so := range svcs.ByIndex(byNamespace, o.Metadata.Namespace) {
+		for _, so := range inNamespace {
 			v, _ := svcs.Value(so.Key())
 			spec, _ := v.(*kinds.ServiceSpec)
 			if spec == nil || len(spec.Selector) == 0 {
 				continue
 			}
-			sel, err := (&object.LabelSelector{MatchLabels: spec.Selector}).Selector()
-			if err != nil {
-				continue
-			}
+			sel := object.SelectorFromSet(spec.Selector)
 			if (ch.Old != nil && sel.Matches(ch.Old.Metadata.Labels)) || (ch.New != nil && sel.Matches(ch.New.Metadata.Labels)) {
 				ctrl.Enqueue(so.Key(), &ch, bucket)
 			}
@@ -295,7 +269,7 @@ func endpointChanged(ch reconcile.Change) bool {
 		return true
 	}
 	for i := range a.Status.ContainerStatuses {
-		if !object.SameJSON(mustJSON(a.Status.ContainerStatuses[i].Ports), mustJSON(b.Status.ContainerStatuses[i].Ports)) {
+		if !slices.Equal(a.Status.ContainerStatuses[i].Ports, b.Status.ContainerStatuses[i].Ports) {
 			return true
 		}
 	}

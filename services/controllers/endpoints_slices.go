@@ -3,7 +3,9 @@ package controllers
 import (
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -68,7 +70,7 @@ func desiredSlices(svc string, spec kinds.ServiceSpec, pods []*kinds.Pod) endpoi
 		for i, sp := range spec.Ports {
 			if n, ok := targetPort(p, sp); ok {
 				resolved[i]++
-				ports = append(ports, kinds.EndpointPort{Name: sp.Name, Protocol: protocolOf(sp.Protocol), Port: n})
+				ports = append(ports, kinds.EndpointPort{Name: sp.Name, Protocol: kinds.Protocol(sp.Protocol), Port: n})
 			}
 		}
 		if len(spec.Ports) > 0 && len(ports) == 0 {
@@ -92,12 +94,7 @@ func desiredSlices(svc string, spec kinds.ServiceSpec, pods []*kinds.Pod) endpoi
 		g.endpoints = append(g.endpoints, ep)
 	}
 	var v endpointsVerdict
-	keys := make([]string, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(groups)) {
 		g := groups[k]
 		base := svc + "-" + shortHash(k)
 		for i := 0; i < len(g.endpoints); i += maxSliceEndpoints {
@@ -143,29 +140,7 @@ func targetPort(p *kinds.Pod, sp kinds.ServicePort) (int32, bool) {
 	case !t.IsString:
 		return t.Int, t.Int > 0
 	}
-	proto := protocolOf(sp.Protocol)
-	for _, cs := range p.Status.ContainerStatuses {
-		for _, cp := range cs.Ports {
-			if cp.Name == t.Str && protocolOf(cp.Protocol) == proto && cp.ContainerPort > 0 {
-				return cp.ContainerPort, true
-			}
-		}
-	}
-	for _, c := range p.Spec.Containers {
-		for _, cp := range c.Ports {
-			if cp.Name == t.Str && protocolOf(cp.Protocol) == proto && cp.ContainerPort > 0 {
-				return cp.ContainerPort, true
-			}
-		}
-	}
-	return 0, false
-}
-
-func protocolOf(p string) string {
-	if p == "" {
-		return "TCP"
-	}
-	return p
+	return p.PortNumber(t.Str, sp.Protocol)
 }
 
 func addressType(ip string) string {
@@ -189,14 +164,7 @@ func shortHash(s string) string {
 	return strconv.FormatUint(uint64(h.Sum32()), 36)
 }
 
-func selectorText(sel map[string]string) string {
-	ls := object.LabelSelector{MatchLabels: sel}
-	s, err := ls.Selector()
-	if err != nil {
-		return fmt.Sprint(sel)
-	}
-	return s.String()
-}
+func selectorText(sel map[string]string) string { return object.SelectorFromSet(sel).String() }
 
 func portLabel(sp kinds.ServicePort) string {
 	if sp.Name != "" {
@@ -207,7 +175,7 @@ func portLabel(sp kinds.ServicePort) string {
 
 func targetText(sp kinds.ServicePort) string {
 	if sp.TargetPort != nil && sp.TargetPort.IsString {
-		return fmt.Sprintf("a %s port named %q", protocolOf(sp.Protocol), sp.TargetPort.Str)
+		return fmt.Sprintf("a %s port named %q", kinds.Protocol(sp.Protocol), sp.TargetPort.Str)
 	}
 	return "it"
 }

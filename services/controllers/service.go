@@ -373,7 +373,7 @@ func (s *Service) setupNodeLifecycle(ctx context.Context) error {
 func (s *Service) setupEndpoints(ctx context.Context) error {
 	svcKind := s.kind("", "services")
 	svcs := s.mgr.Informer(svcKind)
-	svcs.SetDecoder(serviceOrNil)
+	svcs.SetDecoder(kinds.ServiceSpecOrNil)
 	svcs.AddIndex(byNamespace, namespaceIndex)
 	pods := s.mgr.Informer(s.kind("", "pods"))
 	pods.AddIndex(byNamespace, namespaceIndex)

@@ -26,7 +26,7 @@ func (p *Proxy) Env(ctx context.Context, namespace string) []kinds.EnvVar {
 	if rev, err := svcs.Store().LastRevision(ctx); err == nil {
 		svcs.WaitForRevision(ctx, rev, 2*time.Second)
 	}
-	all := p.services()
+	all := kinds.DecodedServices(svcs)
 	sort.Slice(all, func(i, j int) bool { return all[i].Object.Metadata.Name < all[j].Object.Metadata.Name })
 	var env []kinds.EnvVar
 	for _, s := range all {

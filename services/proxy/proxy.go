@@ -112,18 +112,12 @@ func (p *Proxy) Run(ctx context.Context) error {
 	p.svcs, p.slices = svcs, slices
 	p.mu.Unlock()
 	p.slices.AddIndex(byService, serviceIndex)
-	p.svcs.SetDecoder(func(o *object.Object) any {
-		var spec kinds.ServiceSpec
-		if o.DecodeSpec(&spec) != nil {
-			return nil
-		}
-		return &spec
-	})
+	p.svcs.SetDecoder(kinds.ServiceSpecOrNil)
 	// A Service's ports can free or take another's: all are looked at.
 	p.svcs.OnChange(func(reconcile.Change) { p.syncAll(ctx) })
 	p.slices.OnChange(func(ch reconcile.Change) {
 		for _, k := range serviceIndex(ch.Object()) {
-			p.sync(ctx, k)
+			p.sync(ctx, k, kinds.DecodedServices(p.svcs))
 		}
 	})
 	var wg sync.WaitGroup
@@ -143,10 +137,11 @@ func (p *Proxy) Run(ctx context.Context) error {
 }
 
 // sync brings a Service's listeners and routes up to date with the
-// informers: a port the Service no longer has is closed, a new one
-// opened, and each port's endpoints replaced.
-func (p *Proxy) sync(ctx context.Context, key string) {
-	want := p.wanted(key)
+// informers (all: every Service, for who holds which port): a port the
+// Service no longer has is closed, a new one opened, and each port's
+// endpoints replaced.
+func (p *Proxy) sync(ctx context.Context, key string, all []kinds.DecodedService) {
+	want := p.wanted(key, all)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped {
@@ -269,7 +264,7 @@ type endpoint struct {
 // wanted reads a Service's ports that it holds (kinds.PortHolder) and
 // their ready endpoints from the informers; none for a Service gone or
 // not proxied.
-func (p *Proxy) wanted(key string) []wantedPort {
+func (p *Proxy) wanted(key string, all []kinds.DecodedService) []wantedPort {
 	o, ok := p.svcs.Get(key)
 	if !ok || o.Metadata.Deleting() {
 		return nil
@@ -283,7 +278,6 @@ func (p *Proxy) wanted(key string) []wantedPort {
 	if len(ports) == 0 {
 		return nil
 	}
-	all := p.services()
 	var slices []kinds.EndpointSlice
 	for _, so := range p.slices.ByIndex(byService, key) {
 		if s, err := kinds.DecodeEndpointSlice(so); err == nil {
@@ -304,18 +298,6 @@ func (p *Proxy) wanted(key string) []wantedPort {
 	return out
 }
 
-// services are the Services the informer holds, decoded.
-func (p *Proxy) services() []kinds.DecodedService {
-	objs := p.svcs.List()
-	out := make([]kinds.DecodedService, 0, len(objs))
-	for _, o := range objs {
-		v, _ := p.svcs.Value(o.Key())
-		spec, _ := v.(*kinds.ServiceSpec)
-		out = append(out, kinds.DecodedService{Object: o, Spec: spec})
-	}
-	return out
-}
-
 // syncAll syncs every Service the proxy knows or serves.
 func (p *Proxy) syncAll(ctx context.Context) {
 	keys := map[string]bool{}
@@ -327,8 +309,9 @@ func (p *Proxy) syncAll(ctx context.Context) {
 		keys[k] = true
 	}
 	p.mu.Unlock()
+	all := kinds.DecodedServices(p.svcs)
 	for k := range keys {
-		p.sync(ctx, k)
+		p.sync(ctx, k, all)
 	}
 }
 
@@ -338,7 +321,7 @@ func readyEndpoints(slices []kinds.EndpointSlice, name string) []endpoint {
 	var out []endpoint
 	for _, s := range slices {
 		for _, port := range s.Ports {
-			if port.Name != name || (port.Protocol != "" && port.Protocol != "TCP") || port.Port == 0 {
+			if port.Name != name || kinds.Protocol(port.Protocol) != "TCP" || port.Port == 0 {
 				continue
 			}
 			for _, ep := range s.Endpoints {
@@ -363,7 +346,6 @@ func readyEndpoints(slices []kinds.EndpointSlice, name string) []endpoint {
 type servicePort struct {
 	p         *Proxy
 	service   string
-	name      string
 	port      int32
 	ln        net.Listener
 	endpoints atomic.Pointer[[]endpoint]
@@ -375,7 +357,7 @@ func (p *Proxy) listen(ctx context.Context, key string, w wantedPort) (*serviceP
 	if err != nil {
 		return nil, err
 	}
-	sp := &servicePort{p: p, service: key, name: w.name, port: w.port, ln: ln}
+	sp := &servicePort{p: p, service: key, port: w.port, ln: ln}
 	sp.endpoints.Store(&[]endpoint{})
 	p.conns.Add(1)
 	go func() { defer p.conns.Done(); sp.accept(ctx) }()

@@ -81,11 +81,7 @@ func hostPorts(spec kinds.PodSpec) []string {
 				if p.ContainerPort == 0 {
 					continue
 				}
-				proto := p.Protocol
-				if proto == "" {
-					proto = "TCP"
-				}
-				out = append(out, proto+"/"+strconv.Itoa(int(p.ContainerPort)))
+				out = append(out, kinds.Protocol(p.Protocol)+"/"+strconv.Itoa(int(p.ContainerPort)))
 			}
 		}
 	}

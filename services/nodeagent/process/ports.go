@@ -78,7 +78,7 @@ func (b *PortBook) Assign(pod *kinds.Pod, before map[string]map[string]int32) (i
 			}
 			out[i].Ports = make([]kinds.ContainerPort, len(c.Ports))
 			for j, p := range c.Ports {
-				k := portKey{proto: protocol(p.Protocol), number: p.ContainerPort}
+				k := portKey{proto: kinds.Protocol(strings.ToUpper(p.Protocol)), number: p.ContainerPort}
 				if k.number == 0 {
 					k.number = b.pick(uid, k.proto, before[c.Name][p.Name])
 					if k.number == 0 {
@@ -173,13 +173,6 @@ func (b *PortBook) Release(uid string) {
 }
 
 func (b *PortBook) forget(uid string) { delete(b.pods, uid) }
-
-func protocol(p string) string {
-	if p == "" {
-		return "TCP"
-	}
-	return strings.ToUpper(p)
-}
 
 // parsePorts reads the marker portEnv leaves.
 func parsePorts(v string) map[string]int32 {
