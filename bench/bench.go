@@ -71,6 +71,9 @@ type Result struct {
 	Elapsed    time.Duration // from the first create to the last pod Running
 	PodsPerSec float64
 	P50, P99   time.Duration // pod created -> Running
+	// Stages say where a pod's time went: the last pod created, bound
+	// and Running, from the first create, and each step's latency.
+	Stages Stages
 	// CeilingWrites is the store's write ceiling (async publishes with a
 	// revision check, per second) and CeilingPods that divided by the three
 	// writes a pod needs at least (create, bind, status).
@@ -93,7 +96,13 @@ type Result struct {
 	// Work is each component's CPU and reconciles from the first create
 	// to the last pod Running.
 	Work []Work
+	// MachineBusy is the share of the machine's cores busy over the same
+	// time (0 where /proc/stat cannot be read).
+	MachineBusy float64
 }
+
+// selfName names the bench's own process, which runs the embedded store.
+const selfName = "nats (embedded, with the bench)"
 
 // Run runs one scenario from an empty store.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
@@ -132,7 +141,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := sc.run(ctx, res); err != nil {
 		return nil, err
 	}
-	res.PeakRSS["nats (embedded, with the bench)"] = peakRSS(os.Getpid())
+	res.PeakRSS[selfName] = peakRSS(os.Getpid())
 	return res, nil
 }
 
@@ -188,20 +197,27 @@ func (sc scenario) run(ctx context.Context, res *Result) error {
 		return err
 	}
 	workBefore := procs.work(ctx)
+	busyBefore, totalBefore := machineCPU()
 	start := time.Now()
 	if err := sc.create(ctx, api, objs); err != nil {
 		return err
 	}
+	submitted := time.Since(start)
 	lat, last, err := w.waitAll(ctx, res.Pods, cmp.Or(sc.cfg.Timeout, 10*time.Minute), sc.progress)
 	if err != nil {
 		return err
 	}
 	res.Work = since(workBefore, procs.work(ctx))
+	if busy, total := machineCPU(); total > totalBefore {
+		res.MachineBusy = float64(busy-busyBefore) / float64(total-totalBefore)
+	}
 	after, err := sc.conn.Writes(ctx)
 	if err != nil {
 		return err
 	}
 	res.converged(last.Sub(start), lat)
+	res.Stages = w.stages(start)
+	res.Stages.Submitted = submitted
 	res.writes(before, after, time.Since(start))
 	if api != nil && sc.cfg.APIProbes {
 		if res.API, err = (apiProbe{api: api, size: sc.cfg.Probe, progress: sc.progress}).run(ctx, res.Pods); err != nil {
@@ -361,10 +377,24 @@ func createDeployments(ctx context.Context, conn *bus.Conn, objs []*object.Objec
 	return nil
 }
 
-// podWatch records when each pod appears and when it first runs ready.
+// Stages is when a scenario's pods passed each step on their way to
+// Running, to tell which step holds the others up.
+type Stages struct {
+	// FirstCreated is when the first pod was seen created; LastCreated,
+	// LastBound and LastRunning when the last pod was seen created, bound
+	// to a node and Running; all from the first Deployment's create.
+	FirstCreated, LastCreated, LastBound, LastRunning time.Duration
+	// Submitted is when the bench had made the last Deployment.
+	Submitted time.Duration
+	// Bind is created -> bound and Start bound -> Running, p50 and p99.
+	BindP50, BindP99, StartP50, StartP99 time.Duration
+}
+
+// podWatch records when each pod appears, is bound, and first runs ready.
 type podWatch struct {
 	mu      sync.Mutex
 	created map[string]time.Time
+	bound   map[string]time.Time
 	running map[string]time.Time
 	last    time.Time
 	changed chan struct{}
@@ -379,7 +409,7 @@ func watchPods(ctx context.Context, conn *bus.Conn) (*podWatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &podWatch{created: map[string]time.Time{}, running: map[string]time.Time{}, changed: make(chan struct{}, 1)}
+	w := &podWatch{created: map[string]time.Time{}, bound: map[string]time.Time{}, running: map[string]time.Time{}, changed: make(chan struct{}, 1)}
 	go func() {
 		for ev := range ch {
 			if ev.Object == nil || ev.Type == bus.Deleted {
@@ -390,6 +420,9 @@ func watchPods(ctx context.Context, conn *bus.Conn) (*podWatch, error) {
 			w.mu.Lock()
 			if _, ok := w.created[uid]; !ok {
 				w.created[uid] = now
+			}
+			if _, ok := w.bound[uid]; !ok && kinds.BoundNode(ev.Object) != "" {
+				w.bound[uid] = now
 			}
 			if _, ok := w.running[uid]; !ok && runningReady(ev.Object) {
 				w.running[uid] = now
@@ -479,4 +512,39 @@ func profile(path string) (stop func(), err error) {
 		return nil, fmt.Errorf("bench: cpu profile: %w", err)
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// stages tells, once every pod runs, when the last of them passed each
+// step since start, and how long each step took.
+func (w *podWatch) stages(start time.Time) Stages {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return stagesOf(start, w.created, w.bound, w.running)
+}
+
+// stagesOf is the stages of the pods that run, by uid. A pod whose bind
+// the watch saw only with its Running status counts as bound then.
+func stagesOf(start time.Time, created, bound, running map[string]time.Time) Stages {
+	var st Stages
+	var binds, starts []time.Duration
+	for uid, r := range running {
+		c := created[uid]
+		if len(binds) == 0 || c.Sub(start) < st.FirstCreated {
+			st.FirstCreated = c.Sub(start)
+		}
+		b, ok := bound[uid]
+		if !ok {
+			b = r
+		}
+		st.LastCreated = max(st.LastCreated, c.Sub(start))
+		st.LastBound = max(st.LastBound, b.Sub(start))
+		st.LastRunning = max(st.LastRunning, r.Sub(start))
+		binds = append(binds, b.Sub(c))
+		starts = append(starts, r.Sub(b))
+	}
+	if len(binds) > 0 {
+		st.BindP50, st.BindP99 = percentiles(binds)
+		st.StartP50, st.StartP99 = percentiles(starts)
+	}
+	return st
 }

@@ -20,9 +20,10 @@ type Work struct {
 	Reconciles float64
 }
 
-// work reads each component's CPU time and reconcile count now.
+// work reads each component's CPU time and reconcile count now, and the
+// bench's own process's, which holds the embedded store.
 func (cs components) work(ctx context.Context) []Work {
-	out := make([]Work, 0, len(cs))
+	out := make([]Work, 0, len(cs)+1)
 	for _, c := range cs {
 		w := Work{Name: c.name, CPU: cpuTime(c.cmd.Process.Pid), Reconciles: -1}
 		if c.metricsAddr != "" {
@@ -30,7 +31,7 @@ func (cs components) work(ctx context.Context) []Work {
 		}
 		out = append(out, w)
 	}
-	return out
+	return append(out, Work{Name: selfName, CPU: cpuTime(os.Getpid()), Reconciles: -1})
 }
 
 // since is the work done between two readings of the same components.
@@ -51,6 +52,40 @@ func since(before, after []Work) []Work {
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times: 100 on
 // every Linux architecture Go runs on.
 const clockTicks = 100
+
+// machineCPU is the CPU time the machine's cores have spent busy and in
+// all since boot, from /proc/stat's first line (0, 0 where there is none).
+func machineCPU() (busy, total time.Duration) {
+	f, err := os.Open("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	defer f.Close()
+	line, err := bufio.NewReader(f).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "cpu ") {
+		return 0, 0
+	}
+	return parseCPULine(line)
+}
+
+// parseCPULine reads /proc/stat's "cpu" line: user, nice, system, idle,
+// iowait, irq, softirq, steal in USER_HZ ticks (guest time is already
+// in user). Idle and iowait are not busy.
+func parseCPULine(line string) (busy, total time.Duration) {
+	fields := strings.Fields(line)[1:]
+	for i, f := range fields[:min(len(fields), 8)] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, 0
+		}
+		d := time.Duration(n) * time.Second / clockTicks
+		total += d
+		if i != 3 && i != 4 {
+			busy += d
+		}
+	}
+	return busy, total
+}
 
 // cpuTime is a process's user and system CPU time so far.
 func cpuTime(pid int) time.Duration {

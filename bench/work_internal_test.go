@@ -53,3 +53,21 @@ func TestPercentilesLeaveTheirInput(t *testing.T) {
 		t.Fatalf("percentiles reordered its input: %v", xs)
 	}
 }
+
+// The machine's busy time is every state but idle and iowait, and guest
+// time is not counted twice.
+func TestParseCPULine(t *testing.T) {
+	cases := []struct {
+		line        string
+		busy, total time.Duration
+	}{
+		{"cpu  100 5 50 800 20 3 2 10 40 0\n", 170 * time.Second / 100, 990 * time.Second / 100},
+		{"cpu  1 2 3 4", 6 * time.Second / 100, 10 * time.Second / 100},
+		{"cpu  1 x 3 4", 0, 0},
+	}
+	for _, c := range cases {
+		if busy, total := parseCPULine(c.line); busy != c.busy || total != c.total {
+			t.Errorf("%q: busy %s of %s, want %s of %s", c.line, busy, total, c.busy, c.total)
+		}
+	}
+}

@@ -124,6 +124,10 @@ func summarize(out io.Writer, rs []*bench.Result) {
 	line("throughput", " pods/s", fig(func(r *bench.Result) float64 { return r.PodsPerSec }))
 	line("created -> Running p50", " ms", fig(func(r *bench.Result) float64 { return ms(r.P50) }))
 	line("created -> Running p99", " ms", fig(func(r *bench.Result) float64 { return ms(r.P99) }))
+	line("created -> bound p99", " ms", fig(func(r *bench.Result) float64 { return ms(r.Stages.BindP99) }))
+	line("bound -> Running p99", " ms", fig(func(r *bench.Result) float64 { return ms(r.Stages.StartP99) }))
+	line("last pod created after", " ms", fig(func(r *bench.Result) float64 { return ms(r.Stages.LastCreated) }))
+	line("last pod bound after", " ms", fig(func(r *bench.Result) float64 { return ms(r.Stages.LastBound) }))
 	line("store ceiling", " writes/s", fig(func(r *bench.Result) float64 { return r.CeilingWrites }))
 	s := fig(func(r *bench.Result) float64 { return 100 * r.Ratio })
 	fmt.Fprintf(out, "  %-26s %.1f%% (%.1f–%.1f)\n", "throughput / ceiling", s.Median, s.Min, s.Max)
@@ -152,6 +156,12 @@ func report(out io.Writer, r *bench.Result) {
 	fmt.Fprintf(out, "  all %d pods Running after   %s\n", r.Pods, r.Elapsed.Round(time.Millisecond))
 	fmt.Fprintf(out, "  throughput                  %.0f pods/s\n", r.PodsPerSec)
 	fmt.Fprintf(out, "  pod created -> Running      p50 %s   p99 %s\n", r.P50.Round(time.Millisecond), r.P99.Round(time.Millisecond))
+	st := r.Stages
+	fmt.Fprintf(out, "    created -> bound          p50 %s   p99 %s\n", st.BindP50.Round(time.Millisecond), st.BindP99.Round(time.Millisecond))
+	fmt.Fprintf(out, "    bound -> Running          p50 %s   p99 %s\n", st.StartP50.Round(time.Millisecond), st.StartP99.Round(time.Millisecond))
+	fmt.Fprintf(out, "  last Deployment made after  %s\n", st.Submitted.Round(time.Millisecond))
+	fmt.Fprintf(out, "  first pod created after      %s\n", st.FirstCreated.Round(time.Millisecond))
+	fmt.Fprintf(out, "  last pod created, bound, Running after %s, %s, %s\n", st.LastCreated.Round(time.Millisecond), st.LastBound.Round(time.Millisecond), st.LastRunning.Round(time.Millisecond))
 	fmt.Fprintf(out, "  store ceiling               %.0f writes/s (async, revision-checked) = %.0f pods/s at 3 writes a pod\n", r.CeilingWrites, r.CeilingPods)
 	fmt.Fprintf(out, "  throughput / ceiling        %.1f%%\n", 100*r.Ratio)
 	fmt.Fprintf(out, "  store writes per pod        %.2f, at %.1f%% of the ceiling's rate\n", r.TotalWritesPerPod, 100*r.WriteShare)
@@ -177,6 +187,9 @@ func report(out io.Writer, r *bench.Result) {
 			fmt.Fprintf(out, ", %.0f reconciles (%.0f/s)", w.Reconciles, w.Reconciles/r.Elapsed.Seconds())
 		}
 		fmt.Fprintln(out)
+	}
+	if r.MachineBusy > 0 {
+		fmt.Fprintf(out, "  the machine's cores busy     %.0f%% of the time\n", 100*r.MachineBusy)
 	}
 	names := make([]string, 0, len(r.PeakRSS))
 	for n := range r.PeakRSS {
