@@ -39,7 +39,11 @@ type Config struct {
 	Identity string
 	// LeaseTTL is how long leadership lasts unrenewed (default 15s).
 	LeaseTTL time.Duration
-	// Binders bind in parallel (default 16).
+	// Binders bind in parallel (default 128). A bind waits one round trip
+	// to the pods stream's leader, several milliseconds when the bus is
+	// busy, so the binders in flight, not the decisions, bound how fast
+	// pods are bound; Kubernetes' scheduler binds each pod in a goroutine
+	// of its own.
 	Binders int
 	// MaxScored caps how many feasible nodes are scored per pod (default
 	// 100): beyond that, more nodes rarely change the choice.
@@ -84,7 +88,7 @@ func New(cfg Config) (*Service, error) {
 		cfg.LeaseTTL = 15 * time.Second
 	}
 	if cfg.Binders == 0 {
-		cfg.Binders = 16
+		cfg.Binders = 128
 	}
 	if cfg.MaxScored == 0 {
 		cfg.MaxScored = 100
