@@ -16,6 +16,7 @@ import (
 	"runtime/pprof"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/homeostat/homeostat/bus"
@@ -183,19 +184,20 @@ func (sc scenario) run(ctx context.Context, res *Result) error {
 	if err != nil {
 		return err
 	}
-	if sc.cfg.CPUProfile != "" {
-		// The store (embedded here) and the bench's own watch.
-		stop, err := profile(filepath.Join(sc.cfg.CPUProfile, fmt.Sprintf("nats-and-bench-%d.prof", os.Getpid())))
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
 	// Made and checked before the clock starts, as a user's would be.
 	objs, err := deployments(sc.cfg.Deployments, sc.cfg.Replicas)
 	if err != nil {
 		return err
 	}
+	profiled := procs
+	if api != nil {
+		profiled = append(components{api.proc}, procs...)
+	}
+	stopProfiles, err := sc.startProfiles(profiled)
+	if err != nil {
+		return err
+	}
+	defer stopProfiles()
 	workBefore := procs.work(ctx)
 	busyBefore, totalBefore := machineCPU()
 	start := time.Now()
@@ -207,6 +209,7 @@ func (sc scenario) run(ctx context.Context, res *Result) error {
 	if err != nil {
 		return err
 	}
+	stopProfiles()
 	res.Work = since(workBefore, procs.work(ctx))
 	if busy, total := machineCPU(); total > totalBefore {
 		res.MachineBusy = float64(busy-busyBefore) / float64(total-totalBefore)
@@ -229,6 +232,22 @@ func (sc scenario) run(ctx context.Context, res *Result) error {
 		res.PeakRSS["api"] = components{api.proc}.peaks()["api"]
 	}
 	return nil
+}
+
+// startProfiles profiles the scenario, when asked to: each component
+// from SIGUSR1 to SIGUSR2, and the bench's own process, which runs the
+// store and the bench's watch. stop may be called more than once.
+func (sc scenario) startProfiles(cs components) (stop func(), err error) {
+	if sc.cfg.CPUProfile == "" {
+		return func() {}, nil
+	}
+	stopSelf, err := profile(filepath.Join(sc.cfg.CPUProfile, fmt.Sprintf("nats-and-bench-%d.prof", os.Getpid())))
+	if err != nil {
+		return nil, err
+	}
+	cs.signal(syscall.SIGUSR1)
+	var once sync.Once
+	return func() { once.Do(func() { cs.signal(syscall.SIGUSR2); stopSelf() }) }, nil
 }
 
 // create makes the scenario's Deployments, through the API when there is one.

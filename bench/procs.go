@@ -78,7 +78,8 @@ func startComponent(cfg Config, dir, name string, args []string) (*component, er
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=none")
 	if cfg.CPUProfile != "" {
-		cmd.Env = append(cmd.Env, "HOMEOSTAT_CPUPROFILE="+cfg.CPUProfile)
+		// Profiled from SIGUSR1 to SIGUSR2: the scenario alone.
+		cmd.Env = append(cmd.Env, "HOMEOSTAT_CPUPROFILE="+cfg.CPUProfile, "HOMEOSTAT_CPUPROFILE_WINDOW=1")
 	}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
@@ -108,6 +109,13 @@ func (cs components) peaks() map[string]int64 {
 		out[c.name] = max(c.peak.Load(), peakRSS(c.cmd.Process.Pid))
 	}
 	return out
+}
+
+// signal sends each component sig.
+func (cs components) signal(sig os.Signal) {
+	for _, c := range cs {
+		_ = c.cmd.Process.Signal(sig)
+	}
 }
 
 func (cs components) stop() {

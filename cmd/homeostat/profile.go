@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// profiler writes the CPU and heap profiles HOMEOSTAT_CPUPROFILE=DIR asks
+// for, to find the bottleneck of a benchmark's components: a CPU profile
+// of the process's life, or, with HOMEOSTAT_CPUPROFILE_WINDOW set, of the
+// time between SIGUSR1 and SIGUSR2 (a benchmark's scenario, without the
+// start of a thousand nodes), and the live heap when told to stop, before
+// the process lets go of what it holds.
+type profiler struct {
+	base string
+	mu   sync.Mutex
+	file *os.File
+}
+
+// startProfiler starts what the environment asks for; stop ends it. Its
+// signal handling is main's: only main calls it.
+func startProfiler(ctx context.Context) (stop func()) {
+	dir := os.Getenv("HOMEOSTAT_CPUPROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	p := &profiler{base: filepath.Join(dir, fmt.Sprintf("%s-%d", filepath.Base(strings.Join(os.Args[1:2], "")), os.Getpid()))}
+	window := make(chan os.Signal, 2)
+	if os.Getenv("HOMEOSTAT_CPUPROFILE_WINDOW") != "" {
+		signal.Notify(window, syscall.SIGUSR1, syscall.SIGUSR2)
+	} else {
+		p.start()
+	}
+	heap := make(chan struct{})
+	go func() {
+		defer close(heap)
+		for {
+			select {
+			case <-ctx.Done():
+				writeHeapProfile(p.base + ".heap")
+				return
+			case sig := <-window:
+				if sig == syscall.SIGUSR1 {
+					p.start()
+				} else {
+					p.stop()
+				}
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(window)
+		p.stop()
+		if ctx.Err() != nil {
+			<-heap
+		}
+	}
+}
+
+func (p *profiler) start() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.file != nil {
+		return
+	}
+	f, err := os.Create(p.base + ".prof")
+	if err != nil {
+		return
+	}
+	if pprof.StartCPUProfile(f) != nil {
+		f.Close()
+		return
+	}
+	p.file = f
+}
+
+func (p *profiler) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.file == nil {
+		return
+	}
+	pprof.StopCPUProfile()
+	p.file.Close()
+	p.file = nil
+}
+
+// writeHeapProfile writes the live heap to path, after a collection.
+func writeHeapProfile(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	runtime.GC()
+	_ = pprof.WriteHeapProfile(f)
+}
