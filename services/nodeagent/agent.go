@@ -33,7 +33,9 @@ type Runtime interface {
 	Discover(ctx context.Context) (map[string]bool, error)
 	// Run keeps the pod's containers running per its restart policy and
 	// probes until ctx ends or the pod finishes for good, calling report
-	// with each new status (phase, container statuses, readiness).
+	// with each new status (phase, container statuses, readiness). A
+	// runtime with nothing to watch once its containers run (a simulated
+	// one) may return then: its containers run until Stop.
 	Run(ctx context.Context, pod *kinds.Pod, report func(kinds.PodStatus))
 	// Stop stops a pod's containers: SIGTERM, then SIGKILL after grace.
 	Stop(ctx context.Context, podUID string, grace time.Duration)
@@ -128,6 +130,11 @@ type Config struct {
 	// the store (kinds.AnnotationPodIndex), so that the scheduler writes
 	// it no index entries: only for an Index that does.
 	DerivesPods bool
+	// Pace, when set, runs each pod write, from the reading of what it
+	// writes over to the answer, and waits for it (agents of one process
+	// may share a bounded set of workers); an error says fn did not run
+	// because ctx ended. The pod's own goroutine makes it when nil.
+	Pace func(ctx context.Context, fn func()) error
 }
 
 // Agent is one node's agent.

@@ -8,77 +8,65 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/testenv/poll"
 )
 
-// heldWriter holds every write until released, counting those in flight.
-type heldWriter struct {
+// held holds every call until released, counting those in flight.
+type held struct {
 	release  chan struct{}
 	inFlight atomic.Int32
 	most     atomic.Int32
 }
 
-func (w *heldWriter) hold() {
-	n := w.inFlight.Add(1)
+func (h *held) hold() {
+	n := h.inFlight.Add(1)
 	for {
-		m := w.most.Load()
-		if n <= m || w.most.CompareAndSwap(m, n) {
+		m := h.most.Load()
+		if n <= m || h.most.CompareAndSwap(m, n) {
 			break
 		}
 	}
-	<-w.release
-	w.inFlight.Add(-1)
-}
-
-func (w *heldWriter) UpdateStatus(_ context.Context, pod, _ *object.Object) (*object.Object, error) {
-	w.hold()
-	return pod, nil
-}
-
-func (w *heldWriter) Remove(context.Context, string, string) error {
-	w.hold()
-	return nil
+	<-h.release
+	h.inFlight.Add(-1)
 }
 
 // A host's writes wait for a worker: no more than the workers are in
 // flight, the rest go through as workers free, and a write whose context
-// ends while it waits gives up.
-func TestPacedWriterBoundsWritesInFlight(t *testing.T) {
-	next := &heldWriter{release: make(chan struct{})}
+// ends while it waits gives up without running.
+func TestPacerBoundsWritesInFlight(t *testing.T) {
+	h := &held{release: make(chan struct{})}
 	host, stop := context.WithCancel(context.Background())
 	var workers sync.WaitGroup
 	defer workers.Wait()
 	defer stop()
-	w := startPacedWriter(host, &workers, next, 2)
+	p := startPacer(host, &workers, 2)
+	var ran atomic.Int32
 	done := make(chan error, 5)
-	for i := range 5 {
-		go func() {
-			if i%2 == 0 {
-				_, err := w.UpdateStatus(context.Background(), &object.Object{}, nil)
-				done <- err
-				return
-			}
-			done <- w.Remove(context.Background(), "k", "u")
-		}()
+	for range 5 {
+		go func() { done <- p.run(context.Background(), func() { h.hold(); ran.Add(1) }) }()
 	}
-	poll.Until(t, "two writes in flight", 10*time.Second, func() bool { return next.inFlight.Load() == 2 })
+	poll.Until(t, "two writes in flight", 10*time.Second, func() bool { return h.inFlight.Load() == 2 })
 	ctx, cancel := context.WithCancel(context.Background())
 	waited := make(chan error, 1)
-	go func() { _, err := w.UpdateStatus(ctx, &object.Object{}, nil); waited <- err }()
+	go func() {
+		waited <- p.run(ctx, func() { t.Error("a write whose context ended before a worker took it ran") })
+	}()
 	cancel()
 	if err := <-waited; !errors.Is(err, context.Canceled) {
 		t.Fatalf("a write whose context ended while it waited: %v", err)
 	}
 	for range 5 {
-		next.release <- struct{}{}
+		h.release <- struct{}{}
 	}
 	for range 5 {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
 	}
-	if m := next.most.Load(); m != 2 {
+	if m := h.most.Load(); m != 2 {
 		t.Fatalf("%d writes were in flight at once, want 2", m)
+	}
+	if n := ran.Load(); n != 5 {
+		t.Fatalf("%d writes ran, want 5", n)
 	}
 }

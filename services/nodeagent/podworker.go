@@ -24,11 +24,15 @@ type podWorker struct {
 	key  string
 	tctx context.Context // carries the trace of the pod's arrival
 
-	mu       sync.Mutex
-	pod      *kinds.Pod
-	stored   *object.Object // latest version we know of, for compare-and-swap
-	reported *kinds.PodStatus
-	started  time.Time
+	mu     sync.Mutex
+	pod    *kinds.Pod
+	stored *object.Object // latest version we know of, for compare-and-swap
+	// storedStatus is stored's status decoded, nil until needed when
+	// stored came undecoded (read after a conflict): the status writes
+	// of ten thousand pods need not decode what was decoded on arrival.
+	storedStatus *kinds.PodStatus
+	reported     *kinds.PodStatus
+	started      time.Time
 
 	updates  chan struct{}
 	removal  chan struct{}
@@ -38,7 +42,7 @@ type podWorker struct {
 }
 
 func newPodWorker(a *Agent, p *kinds.Pod, tctx context.Context) *podWorker {
-	return &podWorker{a: a, key: p.Key(), pod: p, stored: p.Object, tctx: tctx,
+	return &podWorker{a: a, key: p.Key(), pod: p, stored: p.Object, storedStatus: &p.Status, tctx: tctx,
 		updates: make(chan struct{}, 1), removal: make(chan struct{}), statusCh: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
@@ -61,7 +65,7 @@ func (w *podWorker) update(p *kinds.Pod) {
 	w.mu.Lock()
 	w.pod = p
 	if rev(p.Object) > rev(w.stored) {
-		w.stored = p.Object
+		w.stored, w.storedStatus = p.Object, &p.Status
 	}
 	w.mu.Unlock()
 	select {
@@ -82,7 +86,15 @@ func rev(o *object.Object) uint64 {
 	return r
 }
 
-func (w *podWorker) start(ctx context.Context) { go w.loop(ctx) }
+// start marks the pod's arrival in its trace, on the caller's goroutine
+// (a tracer's calls run deep, and a new goroutine's stack would grow for
+// them), and runs the pod.
+func (w *podWorker) start(ctx context.Context) {
+	_, span := tracing.Tracer().Start(w.tctx, "start pod", trace.WithAttributes(
+		attribute.String("pod", w.key), attribute.String("node", w.a.cfg.NodeName)))
+	span.End()
+	go w.loop(ctx)
+}
 
 func (w *podWorker) loop(ctx context.Context) {
 	defer close(w.done)
@@ -90,9 +102,6 @@ func (w *podWorker) loop(ctx context.Context) {
 	pod := w.pod
 	w.started = time.Now().UTC().Truncate(time.Second)
 	w.mu.Unlock()
-	_, span := tracing.Tracer().Start(w.tctx, "start pod", trace.WithAttributes(
-		attribute.String("pod", w.key), attribute.String("node", w.a.cfg.NodeName)))
-	span.End()
 
 	statusDone := make(chan struct{})
 	sctx, stopStatus := context.WithCancel(trace.ContextWithSpanContext(ctx, trace.SpanContextFromContext(w.tctx)))
@@ -157,7 +166,10 @@ func (w *podWorker) terminate(ctx context.Context, stopRun func(), waitRun func(
 	if !deleteObject {
 		return
 	}
-	err := w.a.write.Remove(sctx, stored.Key(), pod.Metadata.UID)
+	var err error
+	if perr := w.a.paced(sctx, func() { err = w.a.write.Remove(sctx, stored.Key(), pod.Metadata.UID) }); perr != nil {
+		err = perr
+	}
 	if err != nil && !errors.Is(err, bus.ErrNotFound) && !errors.Is(err, bus.ErrConflict) {
 		w.a.log.Warn("removing a stopped pod", "pod", w.key, "err", err)
 	}
@@ -192,7 +204,10 @@ func (w *podWorker) statusLoop(ctx context.Context) {
 		// until it answers, since a status not written now may never be
 		// reported again.
 		for attempt := 0; attempt < 5 && ctx.Err() == nil; attempt++ {
-			err := w.writeStatus(ctx)
+			var err error
+			if perr := w.a.paced(ctx, func() { err = w.writeStatus(ctx) }); perr != nil {
+				return
+			}
 			if err == nil || errors.Is(err, bus.ErrNotFound) {
 				break
 			}
@@ -207,7 +222,7 @@ func (w *podWorker) statusLoop(ctx context.Context) {
 			if cur, gerr := w.a.pods.Get(ctx, w.key); gerr == nil {
 				w.mu.Lock()
 				if cur.Metadata.UID == w.pod.Metadata.UID {
-					w.stored = cur
+					w.stored, w.storedStatus = cur, nil
 				}
 				w.mu.Unlock()
 			}
@@ -215,15 +230,27 @@ func (w *podWorker) statusLoop(ctx context.Context) {
 	}
 }
 
+// paced runs fn through the agent's Pace, if it has one.
+func (a *Agent) paced(ctx context.Context, fn func()) error {
+	if a.cfg.Pace == nil {
+		fn()
+		return nil
+	}
+	return a.cfg.Pace(ctx, fn)
+}
+
 func (w *podWorker) writeStatus(ctx context.Context) error {
 	w.mu.Lock()
-	stored, rep, started := w.stored, w.reported, w.started
+	stored, known, rep, started := w.stored, w.storedStatus, w.reported, w.started
 	w.mu.Unlock()
 	if rep == nil || stored.Metadata.Deleting() && rep.Phase == "" {
 		return nil
 	}
-	var st kinds.PodStatus
-	_ = stored.DecodeStatus(&st)
+	st := known
+	if st == nil {
+		st = &kinds.PodStatus{}
+		_ = stored.DecodeStatus(st)
+	}
 	next := *rep
 	next.HostIP, next.PodIP = w.a.cfg.Address, w.a.cfg.Address
 	next.StartTime = st.StartTime
@@ -249,7 +276,7 @@ func (w *podWorker) writeStatus(ctx context.Context) error {
 		return err
 	}
 	w.mu.Lock()
-	w.stored = updated
+	w.stored, w.storedStatus = updated, &next
 	w.mu.Unlock()
 	return nil
 }

@@ -33,11 +33,14 @@ func NewSimulated(delay time.Duration) *Simulated {
 // to outlive its host. Run adopts those its pod's status says run.
 func (*Simulated) Discover(context.Context) (map[string]bool, error) { return nil, nil }
 
-// Run reports the pod creating, then running and ready, then waits. A pod
-// whose status already says every container runs is adopted as it is, and
-// nothing is reported, as a real node's agent adopts the processes that
-// outlived it: a restarted host then writes nothing for its pods, where it
-// would otherwise rewrite every one of them at once.
+// Run reports the pod creating, then running and ready, and returns: a
+// simulated container has nothing to watch, and a goroutine kept waiting
+// for each of a host's hundred thousand pods cost it hundreds of
+// megabytes of stacks. A pod whose status already says every container
+// runs is adopted as it is, and nothing is reported, as a real node's
+// agent adopts the processes that outlived it: a restarted host then
+// writes nothing for its pods, where it would otherwise rewrite every one
+// of them at once.
 func (s *Simulated) Run(ctx context.Context, pod *kinds.Pod, report func(kinds.PodStatus)) {
 	_, mains, err := s.ports.Assign(pod, process.PortsBefore(pod.Status))
 	if err != nil {
@@ -45,7 +48,6 @@ func (s *Simulated) Run(ctx context.Context, pod *kinds.Pod, report func(kinds.P
 		return
 	}
 	if adopted(pod) {
-		<-ctx.Done()
 		return
 	}
 	var cs []kinds.ContainerStatus
@@ -66,7 +68,6 @@ func (s *Simulated) Run(ctx context.Context, pod *kinds.Pod, report func(kinds.P
 		cs[i].Ready, cs[i].Started = true, &started
 	}
 	report(kinds.PodStatus{Phase: kinds.PodRunning, ContainerStatuses: cs, Conditions: conditions(object.ConditionTrue)})
-	<-ctx.Done()
 }
 
 // adopted says a simulated pod resumes with the status it has: it is
@@ -144,7 +145,7 @@ func RunSimulated(ctx context.Context, cfg SimConfig) error {
 	defer workers.Wait() // after cancel, below
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	writes := startPacedWriter(ctx, &workers, storeWriter{pods}, hostWrites)
+	writes := startPacer(ctx, &workers, hostWrites)
 	// One watch of every pod serves every node.
 	shared := newSharedIndex()
 	agents := make([]*Agent, 0, cfg.Nodes)
@@ -158,7 +159,7 @@ func RunSimulated(ctx context.Context, cfg SimConfig) error {
 			Bus: cfg.Bus, Logger: cfg.Logger, NodeName: name, Identity: identity,
 			Runtime: NewSimulated(cfg.Delay), Capacity: cfg.Capacity,
 			Labels:         map[string]string{"homeostat.io/simulated": "true"},
-			HeartbeatEvery: cfg.HeartbeatEvery, Grace: cfg.Grace, Fields: fields, Index: shared, DerivesPods: true, Pods: writes,
+			HeartbeatEvery: cfg.HeartbeatEvery, Grace: cfg.Grace, Fields: fields, Index: shared, DerivesPods: true, Pace: writes.run,
 		})
 		if err != nil {
 			return err
@@ -187,30 +188,31 @@ func RunSimulated(ctx context.Context, cfg SimConfig) error {
 // hostWrites bounds the pod writes a host of simulated nodes has in flight.
 const hostWrites = 256
 
-// pacedWriter holds a host's pod writes to a number in flight, made by as
-// many long-lived workers. Its simulated pods do not outlive it, so on
-// start every node runs its pods again and writes their status: 100,000
-// writes sent at once timed out against the bus, and took the nodes'
-// heartbeats and everyone's reads with them. Heartbeats do not pass
-// through it. The workers, not the pods' goroutines, make the writes:
-// field tracking calls run deep, and tens of thousands of mostly idle pod
-// goroutines grew their stacks for it on each write, to have them shrunk
-// again by the next collection; the busy workers keep theirs.
-type pacedWriter struct {
-	next PodWriter
+// pacer holds a host's pod writes to a number in flight, made by as many
+// long-lived workers. Its simulated pods do not outlive it, so on start
+// every node runs its pods again and writes their status: 100,000 writes
+// sent at once timed out against the bus, and took the nodes' heartbeats
+// and everyone's reads with them. Heartbeats do not pass through it. The
+// workers, not the pods' goroutines, make the whole write, from decoding
+// and encoding the status to the answer: that runs deep, and tens of
+// thousands of mostly idle pod goroutines grew their stacks for it, to
+// have them shrunk again by the next collection (a third of the host's
+// CPU went to allocating, copying and scanning stacks); the busy workers
+// keep theirs.
+type pacer struct {
 	jobs chan func()
 }
 
-// startPacedWriter starts n workers, which end with ctx.
-func startPacedWriter(ctx context.Context, wg *sync.WaitGroup, next PodWriter, n int) pacedWriter {
-	w := pacedWriter{next: next, jobs: make(chan func())}
+// startPacer starts n workers, which end with ctx.
+func startPacer(ctx context.Context, wg *sync.WaitGroup, n int) pacer {
+	p := pacer{jobs: make(chan func())}
 	for range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
 				select {
-				case job := <-w.jobs:
+				case job := <-p.jobs:
 					job()
 				case <-ctx.Done():
 					return
@@ -218,32 +220,18 @@ func startPacedWriter(ctx context.Context, wg *sync.WaitGroup, next PodWriter, n
 			}
 		}()
 	}
-	return w
+	return p
 }
 
 // run has a worker call fn and waits until it has; a write whose context
 // ends while it waits for a worker gives up.
-func (w pacedWriter) run(ctx context.Context, fn func()) error {
+func (p pacer) run(ctx context.Context, fn func()) error {
 	done := make(chan struct{})
 	select {
-	case w.jobs <- func() { defer close(done); fn() }:
+	case p.jobs <- func() { defer close(done); fn() }:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 	<-done
 	return nil
-}
-
-func (w pacedWriter) UpdateStatus(ctx context.Context, pod, current *object.Object) (updated *object.Object, err error) {
-	if werr := w.run(ctx, func() { updated, err = w.next.UpdateStatus(ctx, pod, current) }); werr != nil {
-		return nil, werr
-	}
-	return updated, err
-}
-
-func (w pacedWriter) Remove(ctx context.Context, key, uid string) (err error) {
-	if werr := w.run(ctx, func() { err = w.next.Remove(ctx, key, uid) }); werr != nil {
-		return werr
-	}
-	return err
 }
