@@ -346,6 +346,23 @@ func PodOrNil(o *object.Object) any {
 	return p
 }
 
+// PodAfter is the decoder informers keep pods with (a reconcile.Decoder):
+// o decoded, reusing the decoded spec of the pod's previous version old
+// when o's spec is byte for byte old's, as after a status write. A pod's
+// status is written more often than its spec, and its spec is the larger
+// half to decode.
+func PodAfter(o, old *object.Object, oldValue any) any {
+	prev, ok := oldValue.(*Pod)
+	if !ok || old == nil || prev.Object != old || !bytes.Equal(o.Spec, old.Spec) {
+		return PodOrNil(o)
+	}
+	p := &Pod{Object: o, Spec: prev.Spec}
+	if o.DecodeStatus(&p.Status) != nil {
+		return nil
+	}
+	return p
+}
+
 // BoundNode is the node a pod is bound to ("" when none, or when o is
 // nil). It reads the spec's top level without decoding the rest, as a
 // host of many nodes does for every pod change.

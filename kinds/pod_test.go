@@ -62,3 +62,53 @@ func TestSameToAgent(t *testing.T) {
 		}
 	}
 }
+
+// A pod's decoding reuses its previous version's spec only when the spec
+// is the same bytes and the previous form is that version's; its status
+// is always its own.
+func TestPodAfter(t *testing.T) {
+	obj := func(spec, status string) *object.Object {
+		return &object.Object{APIVersion: "v1", Kind: "Pod", Spec: json.RawMessage(spec), Status: json.RawMessage(status)}
+	}
+	const spec = `{"containers":[{"name":"web","image":"demo"}]}`
+	old := obj(spec, `{"phase":"Pending"}`)
+	prev := kinds.PodOrNil(old).(*kinds.Pod)
+	other := kinds.PodOrNil(obj(spec, `{}`)).(*kinds.Pod)
+	for _, tc := range []struct {
+		name     string
+		o, old   *object.Object
+		oldValue any
+		reused   bool // the spec is prev's
+		phase    string
+		node     string
+		isNil    bool
+	}{
+		{name: "a new pod", o: obj(spec, `{"phase":"Pending"}`), phase: "Pending"},
+		{name: "a status write", o: obj(spec, `{"phase":"Running"}`), old: old, oldValue: prev, reused: true, phase: "Running"},
+		{name: "a bind", o: obj(`{"containers":[{"name":"web","image":"demo"}],"nodeName":"n1"}`, `{"phase":"Pending"}`), old: old, oldValue: prev, phase: "Pending", node: "n1"},
+		{name: "the same spec written another way", o: obj(`{"containers": [{"name":"web","image":"demo"}]}`, `{}`), old: old, oldValue: prev},
+		{name: "a form of another version", o: obj(spec, `{"phase":"Running"}`), old: old, oldValue: other, phase: "Running"},
+		{name: "no form before", o: obj(spec, `{"phase":"Running"}`), old: old, phase: "Running"},
+		{name: "a status that is not a pod's", o: obj(spec, `{"phase":7}`), old: old, oldValue: prev, isNil: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := kinds.PodAfter(tc.o, tc.old, tc.oldValue)
+			if tc.isNil {
+				if v != nil {
+					t.Fatalf("got %#v, want nil", v)
+				}
+				return
+			}
+			p, ok := v.(*kinds.Pod)
+			if !ok || p.Object != tc.o {
+				t.Fatalf("got %#v, want the pod of o", v)
+			}
+			if reused := &p.Spec.Containers[0] == &prev.Spec.Containers[0]; reused != tc.reused {
+				t.Errorf("spec reused: %v, want %v", reused, tc.reused)
+			}
+			if p.Spec.Containers[0].Image != "demo" || p.Spec.NodeName != tc.node || p.Status.Phase != tc.phase {
+				t.Errorf("decoded %+v %+v", p.Spec, p.Status)
+			}
+		})
+	}
+}

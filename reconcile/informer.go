@@ -48,7 +48,7 @@ type Informer struct {
 	mu     sync.RWMutex
 	items  map[string]*object.Object
 	values map[string]any
-	decode func(*object.Object) any
+	decode Decoder
 	rev    uint64
 	// delivered is the revision of the last message the watch delivered:
 	// rev may be ahead of it, moved to the stream's last sequence when the
@@ -110,10 +110,21 @@ func (i *Informer) AddIndex(name string, fn IndexFunc) {
 	}
 }
 
-// SetDecoder makes the informer keep a decoded form of each object (say,
-// *kinds.Pod), computed once per change instead of once per reader; call
-// before the manager runs.
-func (i *Informer) SetDecoder(fn func(*object.Object) any) {
+// A Decoder makes the form an informer keeps of o (say, *kinds.Pod). old
+// and oldValue are the key's previous object and form, nil for a new key:
+// a decoder may reuse the parts of oldValue that o has as old had them,
+// since no one changes a form once made.
+type Decoder func(o, old *object.Object, oldValue any) any
+
+// DecodeEach is a Decoder that decodes every version afresh with fn.
+func DecodeEach(fn func(*object.Object) any) Decoder {
+	return func(o, _ *object.Object, _ any) any { return fn(o) }
+}
+
+// SetDecoder makes the informer keep a decoded form of each object,
+// computed once per change instead of once per reader; call before the
+// manager runs.
+func (i *Informer) SetDecoder(fn Decoder) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.decode = fn
@@ -289,7 +300,7 @@ func (i *Informer) apply(ev bus.Event, delivered bool) (Change, bool) {
 		i.items[ev.Key] = ev.Object
 		ch.New = ev.Object
 		if i.decode != nil {
-			ch.NewValue = i.decode(ev.Object)
+			ch.NewValue = i.decode(ev.Object, old, ch.OldValue)
 			i.values[ev.Key] = ch.NewValue
 		}
 		for name, fn := range i.indexers {

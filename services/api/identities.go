@@ -32,7 +32,7 @@ func (s *Service) startIdentities(ctx context.Context) error {
 		}
 		i := reconcile.NewInformer(reconcile.KindOf(res), st, s.log)
 		if decode != nil {
-			i.SetDecoder(decode)
+			i.SetDecoder(reconcile.DecodeEach(decode))
 			i.AddIndex(byNamespace, namespaceIndex)
 		}
 		go i.Run(ctx)

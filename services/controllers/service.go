@@ -136,7 +136,7 @@ func (s *Service) Setup(ctx context.Context) error {
 	s.mgr = mgr
 	s.mgrReady.Store(mgr)
 	pods := mgr.Informer(s.kind("", "pods"))
-	pods.SetDecoder(kinds.PodOrNil)
+	pods.SetDecoder(kinds.PodAfter)
 	pods.AddIndex(byOwner, ownerIndex)
 	pods.AddIndex(byOrphan, orphanIndex)
 	rsInf := mgr.Informer(s.kind("apps", "replicasets"))
@@ -373,7 +373,7 @@ func (s *Service) setupNodeLifecycle(ctx context.Context) error {
 func (s *Service) setupEndpoints(ctx context.Context) error {
 	svcKind := s.kind("", "services")
 	svcs := s.mgr.Informer(svcKind)
-	svcs.SetDecoder(kinds.ServiceSpecOrNil)
+	svcs.SetDecoder(reconcile.DecodeEach(kinds.ServiceSpecOrNil))
 	svcs.AddIndex(byNamespace, namespaceIndex)
 	pods := s.mgr.Informer(s.kind("", "pods"))
 	pods.AddIndex(byNamespace, namespaceIndex)

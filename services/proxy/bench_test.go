@@ -210,7 +210,7 @@ func watchReady(ctx context.Context, b *testing.B, e *testenv.Env, p *propagatio
 		b.Fatal(err)
 	}
 	inf := reconcile.NewInformer(kind, st, nil)
-	inf.SetDecoder(kinds.PodOrNil)
+	inf.SetDecoder(kinds.PodAfter)
 	inf.OnChange(func(ch reconcile.Change) {
 		pod, ok := ch.NewValue.(*kinds.Pod)
 		if !ok || !pod.Ready() || pod.Status.PodIP == "" {

@@ -112,7 +112,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 	p.svcs, p.slices = svcs, slices
 	p.mu.Unlock()
 	p.slices.AddIndex(byService, serviceIndex)
-	p.svcs.SetDecoder(kinds.ServiceSpecOrNil)
+	p.svcs.SetDecoder(reconcile.DecodeEach(kinds.ServiceSpecOrNil))
 	// A Service's ports can free or take another's: all are looked at.
 	p.svcs.OnChange(func(reconcile.Change) { p.syncAll(ctx) })
 	p.slices.OnChange(func(ch reconcile.Change) {

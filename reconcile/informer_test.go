@@ -1,0 +1,78 @@
+package reconcile_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/bus/bustest"
+	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/reconcile"
+	"github.com/homeostat/homeostat/testenv/poll"
+)
+
+// An informer hands its decoder each key's previous version and its form,
+// so that a decoder may reuse what did not change; a new key has none.
+func TestDecoderSeesThePreviousVersion(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	conn := bustest.Conn(t)
+	s := store(t, conn)
+	type call struct {
+		rev, oldRev string
+		oldValue    any
+	}
+	var mu sync.Mutex
+	var calls []call
+	inf := reconcile.NewInformer(widgets, s, nil)
+	inf.SetDecoder(func(o, old *object.Object, oldValue any) any {
+		mu.Lock()
+		defer mu.Unlock()
+		c := call{rev: o.Metadata.ResourceVersion, oldValue: oldValue}
+		if old != nil {
+			c.oldRev = old.Metadata.ResourceVersion
+		}
+		calls = append(calls, c)
+		return "form of " + o.Metadata.ResourceVersion
+	})
+	done := make(chan struct{})
+	go func() { defer close(done); inf.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	poll.Until(t, "the informer synced", 10*time.Second, inf.Synced)
+	created, err := s.Create(ctx, widget("w"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the informer holds the create", 10*time.Second, func() bool {
+		v, _ := inf.Value(created.Key())
+		return v == "form of "+created.Metadata.ResourceVersion
+	})
+	next := created.Clone()
+	next.Spec = json.RawMessage(`{"size":2}`)
+	updated, err := s.Update(ctx, next, bus.UpdateOptions{Current: created})
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the informer holds the update", 10*time.Second, func() bool {
+		v, _ := inf.Value(updated.Key())
+		return v == "form of "+updated.Metadata.ResourceVersion
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	want := []call{
+		{rev: created.Metadata.ResourceVersion},
+		{rev: updated.Metadata.ResourceVersion, oldRev: created.Metadata.ResourceVersion, oldValue: "form of " + created.Metadata.ResourceVersion},
+	}
+	if len(calls) != len(want) {
+		t.Fatalf("decoder calls %+v, want %+v", calls, want)
+	}
+	for i := range want {
+		if calls[i] != want[i] {
+			t.Errorf("call %d: %+v, want %+v", i, calls[i], want[i])
+		}
+	}
+}
