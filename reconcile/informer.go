@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -106,7 +107,7 @@ func (i *Informer) AddIndex(name string, fn IndexFunc) {
 	i.indexers[name] = fn
 	i.indexes[name] = map[string]map[string]struct{}{}
 	for k, o := range i.items {
-		i.indexAdd(name, fn, k, o)
+		i.indexAdd(name, k, fn(o))
 	}
 }
 
@@ -252,8 +253,8 @@ func (i *Informer) WaitForRevision(ctx context.Context, rev uint64, timeout time
 	}
 }
 
-func (i *Informer) indexAdd(name string, fn IndexFunc, key string, o *object.Object) {
-	for _, v := range fn(o) {
+func (i *Informer) indexAdd(name, key string, vals []string) {
+	for _, v := range vals {
 		set := i.indexes[name][v]
 		if set == nil {
 			set = map[string]struct{}{}
@@ -263,8 +264,8 @@ func (i *Informer) indexAdd(name string, fn IndexFunc, key string, o *object.Obj
 	}
 }
 
-func (i *Informer) indexRemove(name string, fn IndexFunc, key string, o *object.Object) {
-	for _, v := range fn(o) {
+func (i *Informer) indexRemove(name, key string, vals []string) {
+	for _, v := range vals {
 		if set := i.indexes[name][v]; set != nil {
 			delete(set, key)
 			if len(set) == 0 {
@@ -274,37 +275,56 @@ func (i *Informer) indexRemove(name string, fn IndexFunc, key string, o *object.
 	}
 }
 
+// reindex moves key from old's index values to o's (either nil for none),
+// touching no set when they are the same, as for most changes.
+func (i *Informer) reindex(key string, old, o *object.Object) {
+	for name, fn := range i.indexers {
+		var before, after []string
+		if old != nil {
+			before = fn(old)
+		}
+		if o != nil {
+			after = fn(o)
+		}
+		if slices.Equal(before, after) {
+			continue
+		}
+		i.indexRemove(name, key, before)
+		i.indexAdd(name, key, after)
+	}
+}
+
 // apply updates the cache and returns the change to hand to handlers.
 // apply applies ev, one the watch delivered or (not delivered) one the
-// informer makes itself.
+// informer makes itself; only the watch's goroutine calls it, so the
+// object decodes outside the lock, where readers do not wait for it.
 func (i *Informer) apply(ev bus.Event, delivered bool) (Change, bool) {
+	gone := ev.Type == bus.Deleted || ev.Type == bus.Corrupt
+	i.mu.RLock()
+	old, oldValue, decode := i.items[ev.Key], i.values[ev.Key], i.decode
+	i.mu.RUnlock()
+	ch := Change{Old: old, OldValue: oldValue, Revision: ev.Revision, Trace: ev.Trace}
+	if !gone && decode != nil {
+		ch.NewValue = decode(ev.Object, old, oldValue)
+	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if delivered {
 		i.delivered = max(i.delivered, ev.Revision)
 	}
-	old := i.items[ev.Key]
-	ch := Change{Old: old, OldValue: i.values[ev.Key], Revision: ev.Revision, Trace: ev.Trace}
-	for name, fn := range i.indexers {
-		if old != nil {
-			i.indexRemove(name, fn, ev.Key, old)
-		}
-	}
-	if ev.Type == bus.Deleted || ev.Type == bus.Corrupt {
+	if gone {
+		i.reindex(ev.Key, old, nil)
 		delete(i.items, ev.Key)
 		delete(i.values, ev.Key)
 		if old == nil {
 			ch.Old = ev.Object
 		}
 	} else {
+		i.reindex(ev.Key, old, ev.Object)
 		i.items[ev.Key] = ev.Object
 		ch.New = ev.Object
-		if i.decode != nil {
-			ch.NewValue = i.decode(ev.Object, old, ch.OldValue)
+		if decode != nil {
 			i.values[ev.Key] = ch.NewValue
-		}
-		for name, fn := range i.indexers {
-			i.indexAdd(name, fn, ev.Key, ev.Object)
 		}
 	}
 	i.moveRev(ev.Revision)

@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -75,4 +76,68 @@ func TestDecoderSeesThePreviousVersion(t *testing.T) {
 			t.Errorf("call %d: %+v, want %+v", i, calls[i], want[i])
 		}
 	}
+}
+
+// An index follows each change of its values, and a change that leaves
+// them alone leaves the object where it was.
+func TestIndexFollowsChanges(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	conn := bustest.Conn(t)
+	s := store(t, conn)
+	inf := reconcile.NewInformer(widgets, s, nil)
+	inf.AddIndex("color", func(o *object.Object) []string {
+		if c := o.Metadata.Labels["color"]; c != "" {
+			return []string{c}
+		}
+		return nil
+	})
+	done := make(chan struct{})
+	go func() { defer close(done); inf.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	keys := func(color string) []string {
+		var out []string
+		for _, o := range inf.ByIndex("color", color) {
+			out = append(out, o.Metadata.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	expect := func(what string, rev string, red, blue []string) {
+		t.Helper()
+		poll.Until(t, what, 10*time.Second, func() bool {
+			o, ok := inf.Get(widget("w").Key())
+			return (rev == "" && !ok) || (ok && o.Metadata.ResourceVersion == rev)
+		})
+		if r, b := keys("red"), keys("blue"); !slices.Equal(r, red) || !slices.Equal(b, blue) {
+			t.Fatalf("%s: red %v, blue %v; want %v, %v", what, r, b, red, blue)
+		}
+	}
+	w := widget("w")
+	w.Metadata.Labels = map[string]string{"color": "red"}
+	cur, err := s.Create(ctx, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect("created red", cur.Metadata.ResourceVersion, []string{"w"}, nil)
+	update := func(change func(*object.Object)) {
+		t.Helper()
+		next := cur.Clone()
+		change(next)
+		if cur, err = s.Update(ctx, next, bus.UpdateOptions{Current: cur}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	update(func(o *object.Object) { o.Spec = json.RawMessage(`{"size":3}`) })
+	expect("resized, still red", cur.Metadata.ResourceVersion, []string{"w"}, nil)
+	update(func(o *object.Object) { o.Metadata.Labels = map[string]string{"color": "blue"} })
+	expect("turned blue", cur.Metadata.ResourceVersion, nil, []string{"w"})
+	update(func(o *object.Object) { o.Metadata.Labels = nil })
+	expect("no color", cur.Metadata.ResourceVersion, nil, nil)
+	update(func(o *object.Object) { o.Metadata.Labels = map[string]string{"color": "red"} })
+	expect("red again", cur.Metadata.ResourceVersion, []string{"w"}, nil)
+	if _, _, err := s.Delete(ctx, cur.Key(), bus.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expect("deleted", "", nil, nil)
 }
