@@ -189,16 +189,16 @@ func (sc scenario) run(ctx context.Context, res *Result) error {
 	if err != nil {
 		return err
 	}
-	profiled := procs
+	all := procs
 	if api != nil {
-		profiled = append(components{api.proc}, procs...)
+		all = append(components{api.proc}, procs...)
 	}
-	stopProfiles, err := sc.startProfiles(profiled)
+	stopProfiles, err := sc.startProfiles(all)
 	if err != nil {
 		return err
 	}
 	defer stopProfiles()
-	workBefore := procs.work(ctx)
+	workBefore := all.work(ctx)
 	busyBefore, totalBefore := machineCPU()
 	start := time.Now()
 	if err := sc.create(ctx, api, objs); err != nil {
@@ -210,7 +210,7 @@ func (sc scenario) run(ctx context.Context, res *Result) error {
 		return err
 	}
 	stopProfiles()
-	res.Work = since(workBefore, procs.work(ctx))
+	res.Work = since(workBefore, all.work(ctx))
 	if busy, total := machineCPU(); total > totalBefore {
 		res.MachineBusy = float64(busy-busyBefore) / float64(total-totalBefore)
 	}
@@ -227,10 +227,7 @@ func (sc scenario) run(ctx context.Context, res *Result) error {
 			return err
 		}
 	}
-	res.PeakRSS = procs.peaks()
-	if api != nil {
-		res.PeakRSS["api"] = components{api.proc}.peaks()["api"]
-	}
+	res.PeakRSS = all.peaks()
 	return nil
 }
 

@@ -241,14 +241,43 @@ func TestBinaryBench(t *testing.T) {
 	}
 	for _, want := range []string{"all 20 pods Running", "all 12 pods Running", "throughput / ceiling", "peak memory scheduler-2", "store ceiling",
 		"work of scheduler-1", "work of controllers-2",
-		"store writes per pod", "    pods ", "1 deployment(s) x 20 replicas on 4 nodes: median of 2 runs"} {
+		"store writes per pod", "    pods ", "1 deployment(s) x 20 replicas on 4 nodes: median of 2 runs",
+		"work of nats (embedded, with the bench)", "created -> bound p99", "last pod bound after"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("bench output lacks %q:\n%s", want, out)
 		}
 	}
+	// Where the pods' time went: the steps come in order, and the cores
+	// were busy some of it.
+	m := regexp.MustCompile(`last pod created, bound, Running after (\S+), (\S+), (\S+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("bench output lacks the pods' steps:\n%s", out)
+	}
+	var steps []time.Duration
+	for _, v := range m[1:] {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("step %q: %v", v, err)
+		}
+		steps = append(steps, d)
+	}
+	if !(0 < steps[0] && steps[0] <= steps[1] && steps[1] <= steps[2]) {
+		t.Errorf("the last pod created, bound and Running after %v", steps)
+	}
+	if !regexp.MustCompile(`the machine's cores busy +[1-9]\d*% of the time`).MatchString(out) {
+		t.Errorf("bench output lacks how busy the cores were:\n%s", out)
+	}
 	for comp, n := range map[string]int{"controllers": 2, "scheduler": 2, "nodeagent": 1, "nats-and-bench": 1} {
-		if m, _ := filepath.Glob(filepath.Join(profiles, "1x20-run2", comp+"-*.prof")); len(m) != n {
+		// A component's profile is written only if the bench asked it
+		// to start one (SIGUSR1) and to stop it (SIGUSR2, or at its end).
+		m, _ := filepath.Glob(filepath.Join(profiles, "1x20-run2", comp+"-*.prof"))
+		if len(m) != n {
 			t.Errorf("%d CPU profiles of %s in %s, want %d", len(m), comp, profiles, n)
+		}
+		for _, f := range m {
+			if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+				t.Errorf("CPU profile %s: empty or missing (%v)", f, err)
+			}
 		}
 		if m, _ := filepath.Glob(filepath.Join(profiles, "1x20-run2", comp+"-*.heap")); comp != "nats-and-bench" && len(m) != n {
 			t.Errorf("%d heap profiles of %s in %s, want %d", len(m), comp, profiles, n)
@@ -278,7 +307,8 @@ func TestBinaryBenchViaAPI(t *testing.T) {
 	}
 	for _, want := range []string{"1 deployment(s) x 15 replicas on 3 nodes, through the API", "all 15 pods Running",
 		"2 deployment(s) x 3 replicas on 3 nodes, through the API", "all 6 pods Running",
-		"API: list of 15 pods", "API: creates from 4 clients", "50 writes to 5 watchers", "peak memory api", "    audit "} {
+		"API: list of 15 pods", "API: creates from 4 clients", "50 writes to 5 watchers", "peak memory api", "    audit ",
+		"work of api "} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("bench output lacks %q:\n%s", want, out)
 		}

@@ -206,6 +206,15 @@ func New(cfg Config) (*Agent, error) {
 	return &Agent{cfg: cfg, log: log.With("node", cfg.NodeName), workers: map[string]*podWorker{}}, nil
 }
 
+// paced runs fn through the agent's Pace, if it has one.
+func (a *Agent) paced(ctx context.Context, fn func()) error {
+	if a.cfg.Pace == nil {
+		fn()
+		return nil
+	}
+	return a.cfg.Pace(ctx, fn)
+}
+
 // Run registers the node and runs its pods until ctx ends. Pods keep
 // running when the agent stops: a restarted agent adopts them. Stopping
 // by ctx is not an error, whatever step it interrupts.

@@ -230,15 +230,6 @@ func (w *podWorker) statusLoop(ctx context.Context) {
 	}
 }
 
-// paced runs fn through the agent's Pace, if it has one.
-func (a *Agent) paced(ctx context.Context, fn func()) error {
-	if a.cfg.Pace == nil {
-		fn()
-		return nil
-	}
-	return a.cfg.Pace(ctx, fn)
-}
-
 func (w *podWorker) writeStatus(ctx context.Context) error {
 	w.mu.Lock()
 	stored, known, rep, started := w.stored, w.storedStatus, w.reported, w.started
