@@ -424,9 +424,11 @@ type DeleteOptions struct {
 // Delete removes an object, or marks it for deletion when it has
 // finalizers or a grace period. It returns the object as it now stands and
 // whether it is gone. Without a Revision precondition a concurrent write is
-// retried until ctx ends, as an unconditional delete must not fail on a
-// race; with one, it is a conflict. A corrupt value (see ErrCorrupt) is
-// removed as it is, with no object to return and no uid to check.
+// retried until ctx ends, its UID precondition checked again each time, as
+// a delete must not fail on a race (a status write landing between the
+// read and the removal); with one, it is a conflict, as is another uid. A
+// corrupt value (see ErrCorrupt) is removed as it is, with no object to
+// return and no uid to check.
 func (s *Store) Delete(ctx context.Context, key string, opts DeleteOptions) (*object.Object, bool, error) {
 	for attempt := 0; ; attempt++ {
 		cur, err := s.Get(ctx, key)
@@ -438,7 +440,8 @@ func (s *Store) Delete(ctx context.Context, key string, opts DeleteOptions) (*ob
 			return nil, false, err
 		}
 		o, gone, err := s.deleteOnce(ctx, cur, opts)
-		if errors.Is(err, ErrConflict) && opts.Revision == 0 && opts.UID == "" && ctx.Err() == nil {
+		raced := opts.Revision == 0 && (opts.UID == "" || opts.UID == cur.Metadata.UID)
+		if errors.Is(err, ErrConflict) && raced && ctx.Err() == nil {
 			conflictPause(ctx, attempt)
 			continue
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/bus/bustest"
 	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/testenv/poll"
 )
 
 func newStore(t testing.TB, c *bus.Conn) *bus.Store {
@@ -737,5 +738,48 @@ func TestCatchUpBringsACopyToThePresent(t *testing.T) {
 	}
 	if _, ok, err := s.CatchUp(ctx, copyAt, at, at, 10); ok || err != nil {
 		t.Fatalf("over a corrupt value: %v %v", ok, err)
+	}
+}
+
+// TestDeleteWithUIDOutlastsWrites: a delete with a uid precondition is not
+// refused because other writes land between its read and its removal (a
+// pod's status written while its agent removes it); only another uid is
+// a conflict.
+func TestDeleteWithUIDOutlastsWrites(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, bustest.Conn(t))
+	for round := range 20 {
+		created, err := s.Create(ctx, widget("default", "busy", `{}`, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wctx, stop := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		for w := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; wctx.Err() == nil; i++ {
+					cur, err := s.Get(wctx, "default.busy")
+					if err != nil {
+						return // gone
+					}
+					n := cur.Clone()
+					n.Metadata.Labels = map[string]string{"writer": fmt.Sprint(w), "n": fmt.Sprint(i)}
+					_, _ = s.Update(wctx, n, bus.UpdateOptions{Current: cur})
+				}
+			}()
+		}
+		// Both writing before the delete starts.
+		poll.Until(t, "the writers writing", 10*time.Second, func() bool {
+			cur, err := s.Get(ctx, "default.busy")
+			return err == nil && cur.Metadata.Labels["n"] != "" && cur.Metadata.Labels["n"] != "0"
+		})
+		_, gone, err := s.Delete(ctx, "default.busy", bus.DeleteOptions{UID: created.Metadata.UID})
+		stop()
+		wg.Wait()
+		if err != nil || !gone {
+			t.Fatalf("round %d: delete while others write: gone=%v err=%v", round, gone, err)
+		}
 	}
 }

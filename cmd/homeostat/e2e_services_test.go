@@ -115,6 +115,12 @@ func TestServicesRolloutsDropNothing(t *testing.T) {
 	dir := t.TempDir()
 	s := startUp(t, dir)
 	k := newKubectl(t, s)
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := k.run("", "get", "deploy,rs,pods,endpointslices", "-o", "yaml")
+			t.Logf("what the API holds:\n%s", out)
+		}
+	})
 	port := freeTCPPort(t)
 	k.must("service/web created", strings.ReplaceAll(servedDeployment, "SERVICE_PORT", port), "apply", "-f", "-")
 	k.must("successfully rolled out", "", "rollout", "status", "deployment/web", "--timeout=90s")

@@ -175,6 +175,9 @@ func (s *server) stop() {
 	if s.cmd.ProcessState != nil {
 		return
 	}
+	if s.t.Failed() {
+		s.t.Logf("homeostat up printed, to the end:\n%s", lastLines(s.out.String(), 400))
+	}
 	_ = s.cmd.Process.Signal(syscall.SIGINT)
 	select {
 	case err := <-s.done:
@@ -332,4 +335,13 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	testenv.RemoveBinaries()
 	os.Exit(code)
+}
+
+// lastLines is the end of a long output, the part that tells what failed.
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) <= n {
+		return s
+	}
+	return fmt.Sprintf("[%d lines before]\n", len(lines)-n) + strings.Join(lines[len(lines)-n:], "\n")
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/client"
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/services/nodeagent"
@@ -164,11 +165,12 @@ func TestNodeNameHeldByAnotherLiveAgent(t *testing.T) {
 	}
 }
 
-// unavailableWriter fails its first writes as a relay that is not
-// running would, then writes to the store.
+// unavailableWriter fails its first writes (status writes, removals) as a
+// relay that is not running would, then writes to the store.
 type unavailableWriter struct {
-	pods  *bus.Store
-	fails atomic.Int32
+	pods         *bus.Store
+	fails        atomic.Int32
+	removalFails atomic.Int32
 }
 
 func (w *unavailableWriter) UpdateStatus(ctx context.Context, pod, current *object.Object) (*object.Object, error) {
@@ -179,6 +181,9 @@ func (w *unavailableWriter) UpdateStatus(ctx context.Context, pod, current *obje
 }
 
 func (w *unavailableWriter) Remove(ctx context.Context, key, uid string) error {
+	if w.removalFails.Add(-1) >= 0 {
+		return fmt.Errorf("no relay: %w", bus.ErrUnavailable)
+	}
 	zero := int64(0)
 	_, _, err := w.pods.Delete(ctx, key, bus.DeleteOptions{UID: uid, GracePeriodSeconds: &zero})
 	return err
@@ -208,5 +213,40 @@ func TestStatusOutlastsAnUnavailableWriter(t *testing.T) {
 	e.Eventually("the pod Running once the writer answers", 30*time.Second, func() bool { return runningOn(e, "p", "n1") })
 	if w.fails.Load() >= 0 {
 		t.Fatalf("the writer was asked %d times fewer than it failed", w.fails.Load()+1)
+	}
+}
+
+// A pod deleted while its writer does not answer is removed once the
+// writer answers: no later change would tell the agent of a pod left
+// Terminating.
+func TestRemovalOutlastsAnUnavailableWriter(t *testing.T) {
+	e := testenv.New(t)
+	e.Scheduler("s")
+	pods, err := e.Conn.Store(context.Background(), bus.StoreSpec{Resource: "pods", Kind: "Pod", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &unavailableWriter{pods: pods}
+	a, err := nodeagent.New(nodeagent.Config{Bus: e.Conn, Pods: w, NodeName: "n1", Runtime: nodeagent.NewSimulated(0),
+		Capacity: kinds.ResourceList{"cpu": "4", "memory": "8Gi", "pods": "20"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	e.Apply(podOn("p"))
+	e.Eventually("the pod Running", 30*time.Second, func() bool { return runningOn(e, "p", "n1") })
+	w.removalFails.Store(3)
+	if _, err := e.C.Delete(e.Ctx, e.Res("pods"), "default", "p", client.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually("the pod removed once the writer answers", 30*time.Second, func() bool {
+		_, err := pods.Get(e.Ctx, "default.p")
+		return errors.Is(err, bus.ErrNotFound)
+	})
+	if n := w.removalFails.Load(); n >= 0 {
+		t.Fatalf("the writer was asked to remove the pod %d times fewer than it failed", n+1)
 	}
 }

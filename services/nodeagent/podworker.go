@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
@@ -163,15 +164,37 @@ func (w *podWorker) terminate(ctx context.Context, stopRun func(), waitRun func(
 		cancel()
 	}
 	w.a.cfg.Runtime.Stop(sctx, pod.Metadata.UID, grace)
-	if !deleteObject {
-		return
+	if deleteObject {
+		w.removeObject(ctx, stored.Key(), pod.Metadata.UID)
 	}
-	var err error
-	if perr := w.a.paced(sctx, func() { err = w.a.write.Remove(sctx, stored.Key(), pod.Metadata.UID) }); perr != nil {
-		err = perr
-	}
-	if err != nil && !errors.Is(err, bus.ErrNotFound) && !errors.Is(err, bus.ErrConflict) {
-		w.a.log.Warn("removing a stopped pod", "pod", w.key, "err", err)
+}
+
+// removeObject deletes the stopped pod's object, trying again until it is
+// gone or is another pod's (a conflict): no later change would tell the
+// agent of a pod left Terminating. The first try outlives an agent that
+// stops meanwhile; an agent that starts again finds the pod still marked
+// and removes it then.
+func (w *podWorker) removeObject(ctx context.Context, key, uid string) {
+	sctx := context.WithoutCancel(ctx)
+	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(100*time.Millisecond),
+		backoff.WithMaxInterval(5*time.Second), backoff.WithMaxElapsedTime(0))
+	for {
+		var err error
+		if perr := w.a.paced(sctx, func() { err = w.a.write.Remove(sctx, key, uid) }); perr != nil {
+			err = perr
+		}
+		switch {
+		case err == nil, errors.Is(err, bus.ErrNotFound), errors.Is(err, bus.ErrConflict):
+			return
+		case errors.Is(err, bus.ErrForbidden), errors.Is(err, bus.ErrInvalid):
+			w.a.log.Warn("removing a stopped pod: refused", "pod", w.key, "err", err)
+			return
+		}
+		d := b.NextBackOff()
+		w.a.log.Warn("removing a stopped pod; trying again", "pod", w.key, "in", d, "err", err)
+		if !clock.Sleep(ctx, d) {
+			return
+		}
 	}
 }
 
