@@ -14,6 +14,7 @@ import (
 	"github.com/homeostat/homeostat/pki"
 	"github.com/homeostat/homeostat/pki/pkitest"
 	"github.com/homeostat/homeostat/services/api"
+	"github.com/homeostat/homeostat/testenv/poll"
 )
 
 // clientWith is an HTTP client trusting the test authority and presenting
@@ -90,6 +91,34 @@ func TestAuthentication(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A client's certificate is checked again once it expires, though the
+// client keeps its connection and the API remembers the chains it has
+// verified.
+func TestExpiryEndsARememberedCertificate(t *testing.T) {
+	base := startAPI(t, bustest.Conn(t))
+	is, err := authority(t).CA.Issue(pki.Request{CommonName: "alice", Usage: pki.ClientAuth, Lifetime: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := clientWith(t, is)
+	get := func() (int, string) {
+		resp, err := c.Get(base + "/apis")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, body := get(); code != http.StatusOK {
+		t.Fatalf("GET /apis with a valid certificate: %d %s", code, body)
+	}
+	poll.Until(t, "the expired certificate refused", 30*time.Second, func() bool {
+		code, body := get()
+		return code == http.StatusUnauthorized && strings.Contains(body, "expired")
+	})
 }
 
 // Plain HTTP must be asked for: it authenticates no one.

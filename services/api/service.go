@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"k8s.io/apimachinery/pkg/util/cache"
 
 	"github.com/homeostat/homeostat/audit"
 	"github.com/homeostat/homeostat/bus"
@@ -106,6 +107,9 @@ type Service struct {
 	history *bus.History
 	// events records Warnings about what the API leaves out (corrupt values).
 	events *reconcile.Recorder
+	// verified remembers the users of client certificate chains verified
+	// lately (see certUser).
+	verified *cache.LRUExpireCache
 	// idents caches ServiceAccounts and Tokens for authentication.
 	idents atomic.Pointer[identities]
 	// auditLog is where requests are recorded once setup has opened it;
@@ -148,7 +152,7 @@ func New(cfg Config) (*Service, error) {
 		cfg.TLS.ClientAuth = tls.RequestClientCert // verified by authenticate
 		cfg.TLS.MinVersion = max(cfg.TLS.MinVersion, tls.VersionTLS12)
 	}
-	s := &Service{cfg: cfg, bus: cfg.Bus, reg: cfg.Registry, log: cfg.Logger}
+	s := &Service{cfg: cfg, bus: cfg.Bus, reg: cfg.Registry, log: cfg.Logger, verified: cache.NewLRUExpireCache(verifiedChains)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
