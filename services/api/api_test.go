@@ -7,11 +7,13 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/services/api"
+	"github.com/homeostat/homeostat/testenv/poll"
 )
 
 const deployJSON = `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"%s","labels":{"tier":"%s"}},
@@ -200,4 +202,32 @@ func TestGenerateName(t *testing.T) {
 	if !strings.Contains(r.status.Message, "metadata.generateName") {
 		t.Fatalf("a bad generateName: %s", r.body)
 	}
+}
+
+// Objects go only into a namespace that is there and open: one made a
+// moment ago takes them at once (before the API's cache of namespaces has
+// it), a missing one answers 404, and one being deleted 403.
+func TestNamespaceLifecycle(t *testing.T) {
+	base := startAPI(t, conn(t))
+	pod := func(name string) string {
+		return `{"metadata":{"name":"` + name + `"},"spec":{"containers":[{"name":"c","command":["x"]}]}}`
+	}
+	// The first create fills the API's cache of namespaces.
+	mustCode(t, call(t, "POST", base+"/api/v1/namespaces/default/pods", "", pod("p0")), http.StatusCreated, "")
+	for i := range 3 {
+		ns := fmt.Sprintf("team%d", i)
+		mustCode(t, call(t, "POST", base+"/api/v1/namespaces", "", `{"metadata":{"name":"`+ns+`"}}`), http.StatusCreated, "")
+		mustCode(t, call(t, "POST", base+"/api/v1/namespaces/"+ns+"/pods", "", pod("p")), http.StatusCreated, "")
+	}
+	r := call(t, "POST", base+"/api/v1/namespaces/nope/pods", "", pod("p"))
+	mustCode(t, r, http.StatusNotFound, object.ReasonNotFound)
+	if !strings.Contains(r.status.Message, `namespaces "nope" not found`) {
+		t.Fatalf("404 says %q", r.status.Message)
+	}
+	// No namespace controller runs here: the namespace stays terminating.
+	mustCode(t, call(t, "DELETE", base+"/api/v1/namespaces/team0", "", ""), http.StatusOK, "")
+	poll.Until(t, "creates in the terminating namespace refused", 10*time.Second, func() bool {
+		r := call(t, "POST", base+"/api/v1/namespaces/team0/pods", "", pod(fmt.Sprintf("late-%d", time.Now().UnixNano())))
+		return r.code == http.StatusForbidden && strings.Contains(r.status.Message, "being terminated")
+	})
 }

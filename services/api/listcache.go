@@ -9,7 +9,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/reconcile"
+	"github.com/homeostat/homeostat/schemas"
 )
 
 // listCaches answer lists from memory, as the Kubernetes API server
@@ -94,7 +96,7 @@ func (c *listCaches) list(ctx context.Context, ref *resourceRef, opts bus.ListOp
 	}
 	// A limited list of a large namespace reads its page alone; only a
 	// list of everything makes a cache worth its price.
-	inf := c.informer(ref, st, opts.Limit == 0)
+	inf := c.informer(ref.res, st, opts.Limit == 0)
 	if inf == nil || !inf.Synced() {
 		return nil, false, nil
 	}
@@ -116,15 +118,26 @@ func (c *listCaches) list(ctx context.Context, ref *resourceRef, opts bus.ListOp
 	return res, err == nil, err
 }
 
+// cached is the object at key of res's kind as its cache holds it, once
+// that has synced (false when it has not, or has no such key); it starts
+// the kind's cache if there is none.
+func (c *listCaches) cached(res *schemas.Resource, st *bus.Store, key string) (*object.Object, bool) {
+	inf := c.informer(res, st, true)
+	if inf == nil || !inf.Synced() {
+		return nil, false
+	}
+	return inf.Get(key)
+}
+
 // informer is the cache of st, started when start is set and it has
 // none; nil when it has none yet.
-func (c *listCaches) informer(ref *resourceRef, st *bus.Store, start bool) *reconcile.Informer {
+func (c *listCaches) informer(res *schemas.Resource, st *bus.Store, start bool) *reconcile.Informer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if inf, ok := c.byRes[st]; ok || !start {
 		return inf
 	}
-	inf := reconcile.NewInformer(reconcile.KindOf(ref.res), st, c.log)
+	inf := reconcile.NewInformer(reconcile.KindOf(res), st, c.log)
 	select {
 	case c.starts <- inf:
 		c.byRes[st] = inf
