@@ -189,17 +189,17 @@ func (w *unavailableWriter) Remove(ctx context.Context, key, uid string) error {
 	return err
 }
 
-// A pod's status waits out a writer that does not answer, however long,
-// rather than being given up on: the runtime reports Running only once.
-func TestStatusOutlastsAnUnavailableWriter(t *testing.T) {
-	e := testenv.New(t)
+// runWithWriter runs a scheduler and the agent of node n1, writing its
+// pods through an unavailableWriter (answering at first), until the test
+// ends.
+func runWithWriter(t *testing.T, e *testenv.Env) *unavailableWriter {
+	t.Helper()
 	e.Scheduler("s")
 	pods, err := e.Conn.Store(context.Background(), bus.StoreSpec{Resource: "pods", Kind: "Pod", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := &unavailableWriter{pods: pods}
-	w.fails.Store(7)
 	a, err := nodeagent.New(nodeagent.Config{Bus: e.Conn, Pods: w, NodeName: "n1", Runtime: nodeagent.NewSimulated(0),
 		Capacity: kinds.ResourceList{"cpu": "4", "memory": "8Gi", "pods": "20"}})
 	if err != nil {
@@ -209,6 +209,15 @@ func TestStatusOutlastsAnUnavailableWriter(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
+	return w
+}
+
+// A pod's status waits out a writer that does not answer, however long,
+// rather than being given up on: the runtime reports Running only once.
+func TestStatusOutlastsAnUnavailableWriter(t *testing.T) {
+	e := testenv.New(t)
+	w := runWithWriter(t, e)
+	w.fails.Store(7)
 	e.Apply(podOn("p"))
 	e.Eventually("the pod Running once the writer answers", 30*time.Second, func() bool { return runningOn(e, "p", "n1") })
 	if w.fails.Load() >= 0 {
@@ -221,21 +230,7 @@ func TestStatusOutlastsAnUnavailableWriter(t *testing.T) {
 // Terminating.
 func TestRemovalOutlastsAnUnavailableWriter(t *testing.T) {
 	e := testenv.New(t)
-	e.Scheduler("s")
-	pods, err := e.Conn.Store(context.Background(), bus.StoreSpec{Resource: "pods", Kind: "Pod", Namespaced: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &unavailableWriter{pods: pods}
-	a, err := nodeagent.New(nodeagent.Config{Bus: e.Conn, Pods: w, NodeName: "n1", Runtime: nodeagent.NewSimulated(0),
-		Capacity: kinds.ResourceList{"cpu": "4", "memory": "8Gi", "pods": "20"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	w := runWithWriter(t, e)
 	e.Apply(podOn("p"))
 	e.Eventually("the pod Running", 30*time.Second, func() bool { return runningOn(e, "p", "n1") })
 	w.removalFails.Store(3)
@@ -243,7 +238,7 @@ func TestRemovalOutlastsAnUnavailableWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Eventually("the pod removed once the writer answers", 30*time.Second, func() bool {
-		_, err := pods.Get(e.Ctx, "default.p")
+		_, err := w.pods.Get(e.Ctx, "default.p")
 		return errors.Is(err, bus.ErrNotFound)
 	})
 	if n := w.removalFails.Load(); n >= 0 {
