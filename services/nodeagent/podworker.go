@@ -33,6 +33,7 @@ type podWorker struct {
 	// of ten thousand pods need not decode what was decoded on arrival.
 	storedStatus *kinds.PodStatus
 	reported     *kinds.PodStatus
+	unwritten    bool // reported has not been handed to a writer yet
 	started      time.Time
 
 	updates  chan struct{}
@@ -104,10 +105,9 @@ func (w *podWorker) loop(ctx context.Context) {
 	w.started = time.Now().UTC().Truncate(time.Second)
 	w.mu.Unlock()
 
-	statusDone := make(chan struct{})
 	sctx, stopStatus := context.WithCancel(trace.ContextWithSpanContext(ctx, trace.SpanContextFromContext(w.tctx)))
-	go func() { defer close(statusDone); w.statusLoop(sctx) }()
-	defer func() { stopStatus(); <-statusDone }()
+	writes := statusWrites{done: make(chan struct{}, 1)}
+	defer func() { stopStatus(); writes.wg.Wait() }()
 
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
@@ -138,6 +138,11 @@ func (w *podWorker) loop(ctx context.Context) {
 		case <-w.updates:
 		case <-run.sync:
 			run.start(runCtx)
+		case <-w.statusCh:
+			writes.start(sctx, w)
+		case <-writes.done:
+			writes.running = false
+			writes.start(sctx, w)
 		}
 	}
 }
@@ -204,10 +209,11 @@ func (w *podWorker) removeObject(ctx context.Context, key, uid string) {
 // connection on another endpoint anyway.
 func drainWait(grace time.Duration) time.Duration { return min(grace/2, 5*time.Second) }
 
-// report is the runtime's status callback.
+// report is the runtime's status callback: the worker's loop has the
+// latest status written.
 func (w *podWorker) report(st kinds.PodStatus) {
 	w.mu.Lock()
-	w.reported = &st
+	w.reported, w.unwritten = &st, true
 	w.mu.Unlock()
 	select {
 	case w.statusCh <- struct{}{}:
@@ -215,40 +221,73 @@ func (w *podWorker) report(st kinds.PodStatus) {
 	}
 }
 
-// statusLoop writes the latest reported status, by compare-and-swap.
-func (w *podWorker) statusLoop(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-w.statusCh:
+// statusWrites runs a pod's status writer, one at a time, on a goroutine
+// that lives while there is a reported status to write: an idle pod holds
+// no goroutine for its status, where a host of 100,000 simulated pods held
+// as many, waiting. Only the worker's loop calls it.
+type statusWrites struct {
+	running bool
+	done    chan struct{} // the writer has returned; buffered, it never waits
+	wg      sync.WaitGroup
+}
+
+// start starts a writer unless one runs or nothing waits to be written;
+// the loop calls it again when the writer returns, for a status reported
+// as it was returning.
+func (s *statusWrites) start(ctx context.Context, w *podWorker) {
+	if s.running || !w.hasUnwritten() {
+		return
+	}
+	s.running = true
+	s.wg.Go(func() {
+		for ctx.Err() == nil && w.takeUnwritten() {
+			w.writeReported(ctx)
 		}
-		// Conflicts are tried five times; an unavailable bus or relay
-		// until it answers, since a status not written now may never be
-		// reported again.
-		for attempt := 0; attempt < 5 && ctx.Err() == nil; attempt++ {
-			var err error
-			if perr := w.a.paced(ctx, func() { err = w.writeStatus(ctx) }); perr != nil {
-				return
+		s.done <- struct{}{}
+	})
+}
+
+func (w *podWorker) hasUnwritten() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.unwritten
+}
+
+// takeUnwritten says whether a status waits to be written, and takes it.
+func (w *podWorker) takeUnwritten() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	was := w.unwritten
+	w.unwritten = false
+	return was
+}
+
+// writeReported writes the latest reported status, by compare-and-swap.
+func (w *podWorker) writeReported(ctx context.Context) {
+	// Conflicts are tried five times; an unavailable bus or relay until it
+	// answers, since a status not written now may never be reported again.
+	for attempt := 0; attempt < 5 && ctx.Err() == nil; attempt++ {
+		var err error
+		if perr := w.a.paced(ctx, func() { err = w.writeStatus(ctx) }); perr != nil {
+			return
+		}
+		if err == nil || errors.Is(err, bus.ErrNotFound) {
+			break
+		}
+		if !errors.Is(err, bus.ErrConflict) {
+			w.a.log.Warn("writing pod status", "pod", w.key, "err", err)
+			clock.Sleep(ctx, time.Second)
+			if errors.Is(err, bus.ErrUnavailable) {
+				attempt--
+				continue
 			}
-			if err == nil || errors.Is(err, bus.ErrNotFound) {
-				break
+		}
+		if cur, gerr := w.a.pods.Get(ctx, w.key); gerr == nil {
+			w.mu.Lock()
+			if cur.Metadata.UID == w.pod.Metadata.UID {
+				w.stored, w.storedStatus = cur, nil
 			}
-			if !errors.Is(err, bus.ErrConflict) {
-				w.a.log.Warn("writing pod status", "pod", w.key, "err", err)
-				clock.Sleep(ctx, time.Second)
-				if errors.Is(err, bus.ErrUnavailable) {
-					attempt--
-					continue
-				}
-			}
-			if cur, gerr := w.a.pods.Get(ctx, w.key); gerr == nil {
-				w.mu.Lock()
-				if cur.Metadata.UID == w.pod.Metadata.UID {
-					w.stored, w.storedStatus = cur, nil
-				}
-				w.mu.Unlock()
-			}
+			w.mu.Unlock()
 		}
 	}
 }
