@@ -2,6 +2,7 @@ package object_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
@@ -114,5 +115,73 @@ func TestLabelSelectorRequires(t *testing.T) {
 		if got := c.sel.Requires(c.labels); got != c.want {
 			t.Errorf("%s: Requires = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestSharingWith: a kept version shares the earlier version's bytes of
+// each part that is the same, keeps its own of each that changed, and is
+// equal to what it was made from; neither it nor the earlier version
+// changes.
+func TestSharingWith(t *testing.T) {
+	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
+	prev := &object.Object{APIVersion: "v1", Kind: "ConfigMap", Spec: raw(`{"a":1}`), Status: raw(`{"s":1}`),
+		Fields: map[string]json.RawMessage{"data": raw(`{"k":"v"}`), "binaryData": raw(`{"b":"AA=="}`)},
+		Metadata: object.Meta{Name: "c", ResourceVersion: "1", ManagedFields: raw(`[{"manager":"m"}]`),
+			Labels: map[string]string{"app": "a"}, Annotations: map[string]string{"note": "n"}}}
+	sameBytes := func(a, b json.RawMessage) bool { return len(a) > 0 && len(b) > 0 && &a[0] == &b[0] }
+	for _, tc := range []struct {
+		name string
+		next *object.Object
+		// which parts should be prev's own bytes
+		spec, managed, data, binary, labels, annotations bool
+	}{
+		{"a status write", &object.Object{APIVersion: "v1", Kind: "ConfigMap", Spec: raw(`{"a":1}`), Status: raw(`{"s":2}`),
+			Fields: map[string]json.RawMessage{"data": raw(`{"k":"v"}`), "binaryData": raw(`{"b":"AA=="}`)},
+			Metadata: object.Meta{Name: "c", ResourceVersion: "2", ManagedFields: raw(`[{"manager":"m"}]`),
+				Labels: map[string]string{"app": "a"}, Annotations: map[string]string{"note": "n"}}}, true, true, true, true, true, true},
+		{"a spec and a field changed", &object.Object{APIVersion: "v1", Kind: "ConfigMap", Spec: raw(`{"a":2}`), Status: raw(`{"s":1}`),
+			Fields: map[string]json.RawMessage{"data": raw(`{"k":"w"}`), "binaryData": raw(`{"b":"AA=="}`)},
+			Metadata: object.Meta{Name: "c", ResourceVersion: "2", ManagedFields: raw(`[{"manager":"n"}]`),
+				Labels: map[string]string{"app": "b"}, Annotations: map[string]string{"note": "n"}}}, false, false, false, true, false, true},
+		{"parts gone", &object.Object{APIVersion: "v1", Kind: "ConfigMap",
+			Metadata: object.Meta{Name: "c", ResourceVersion: "2"}}, false, false, false, false, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := tc.next.Clone()
+			prevBefore := prev.Clone()
+			got := tc.next.SharingWith(prev)
+			if diff := cmp.Diff(before, got); diff != "" {
+				t.Fatalf("the kept version differs from the written one (-written +kept):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, tc.next); diff != "" {
+				t.Fatalf("the written version changed (-before +after):\n%s", diff)
+			}
+			if diff := cmp.Diff(prevBefore, prev); diff != "" {
+				t.Fatalf("the earlier version changed (-before +after):\n%s", diff)
+			}
+			sameMap := func(a, b map[string]string) bool {
+				return a != nil && b != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+			}
+			if sameMap(got.Metadata.Labels, prev.Metadata.Labels) != tc.labels {
+				t.Errorf("labels: shares the earlier version's map %v, want %v", !tc.labels, tc.labels)
+			}
+			if sameMap(got.Metadata.Annotations, prev.Metadata.Annotations) != tc.annotations {
+				t.Errorf("annotations: shares the earlier version's map %v, want %v", !tc.annotations, tc.annotations)
+			}
+			for _, p := range []struct {
+				what        string
+				kept, prior json.RawMessage
+				want        bool
+			}{
+				{"spec", got.Spec, prev.Spec, tc.spec},
+				{"managed fields", got.Metadata.ManagedFields, prev.Metadata.ManagedFields, tc.managed},
+				{"data", got.Fields["data"], prev.Fields["data"], tc.data},
+				{"binaryData", got.Fields["binaryData"], prev.Fields["binaryData"], tc.binary},
+			} {
+				if sameBytes(p.kept, p.prior) != p.want {
+					t.Errorf("%s: shares the earlier version's bytes %v, want %v", p.what, !p.want, p.want)
+				}
+			}
+		})
 	}
 }

@@ -328,6 +328,7 @@ func (w *podWorker) writeStatus(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	updated = updated.SharingWith(stored)
 	w.mu.Lock()
 	w.stored, w.storedStatus = updated, &next
 	w.mu.Unlock()
