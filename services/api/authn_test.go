@@ -98,7 +98,9 @@ func TestAuthentication(t *testing.T) {
 // verified.
 func TestExpiryEndsARememberedCertificate(t *testing.T) {
 	base := startAPI(t, bustest.Conn(t))
-	is, err := authority(t).CA.Issue(pki.Request{CommonName: "alice", Usage: pki.ClientAuth, Lifetime: 2 * time.Second})
+	// Long enough for the first request to come before it expires on a
+	// loaded machine, short enough to wait out.
+	is, err := authority(t).CA.Issue(pki.Request{CommonName: "alice", Usage: pki.ClientAuth, Lifetime: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
