@@ -57,3 +57,10 @@ func RawConnForTest(t testing.TB, url string, creds []byte, onErr func(error), e
 	t.Cleanup(nc.Close)
 	return nc
 }
+
+// SetFanoutSize makes a store's fanout keep n changes for the test.
+func SetFanoutSize(t testing.TB, n int) {
+	before := fanoutSize
+	fanoutSize = n
+	t.Cleanup(func() { fanoutSize = before })
+}

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -57,6 +58,9 @@ type Store struct {
 	subjPrefix string
 	now        func() time.Time
 	shared     *sharedObjects
+
+	fanMu sync.Mutex
+	fan   *fanout // serves shared watches that resume; nil when none runs
 }
 
 // Store opens (creating when needed) the store for a kind. Stores are cached

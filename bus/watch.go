@@ -96,6 +96,7 @@ func (s *Store) filter(namespace, key string) string {
 // reached with ErrFutureRevision. A watch survives the loss of its
 // delivery (see read); it ends with a Failed event only when it cannot go
 // on, for instance when it fell behind a compaction while disconnected.
+// Shared watches that resume share one read of the store (see fanout).
 func (s *Store) Watch(ctx context.Context, opts WatchOptions) (<-chan Event, error) {
 	last, err := s.conn.lastSeq(ctx, s.stream())
 	if err != nil {
@@ -108,10 +109,10 @@ func (s *Store) Watch(ctx context.Context, opts WatchOptions) (<-chan Event, err
 	if err := s.checkNotCompacted(ctx, opts.AfterRevision); err != nil {
 		return nil, err
 	}
-	spec := readSpec{stream: s.stream(), filter: s.filter(opts.Namespace, opts.Key), what: "watch " + s.spec.Resource,
-		check: func(ctx context.Context, next uint64) error { return s.checkNotCompacted(ctx, next-1) }}
-	if opts.AfterRevision > 0 {
-		spec.start = opts.AfterRevision + 1
+	if opts.Shared && opts.AfterRevision > 0 && !opts.SkipStatus {
+		if f := s.joinFanout(opts.AfterRevision); f != nil {
+			return f.watch(ctx, opts, last), nil
+		}
 	}
 	decode := s.toEvent
 	if opts.Shared {
@@ -126,7 +127,18 @@ func (s *Store) Watch(ctx context.Context, opts WatchOptions) (<-chan Event, err
 			return full(m, live)
 		}
 	}
-	return s.conn.watch(ctx, spec, opts.Buffer, opts.AfterRevision == 0, decode), nil
+	return s.conn.watch(ctx, s.watchSpec(opts), opts.Buffer, opts.AfterRevision == 0, decode), nil
+}
+
+// watchSpec is the read of a watch after opts.AfterRevision (from the
+// start when 0) of opts.Namespace or opts.Key.
+func (s *Store) watchSpec(opts WatchOptions) readSpec {
+	spec := readSpec{stream: s.stream(), filter: s.filter(opts.Namespace, opts.Key), what: "watch " + s.spec.Resource,
+		check: func(ctx context.Context, next uint64) error { return s.checkNotCompacted(ctx, next-1) }}
+	if opts.AfterRevision > 0 {
+		spec.start = opts.AfterRevision + 1
+	}
+	return spec
 }
 
 // watch runs a read on its own goroutine and hands its messages, decoded,

@@ -28,8 +28,14 @@ func (c change) String() string { return fmt.Sprintf("%s %s@%d", c.typ, c.key, c
 
 // TestWatchSurvivesLostDelivery: a watch whose consumer is deleted on the
 // server behind its back resumes with a new one and delivers every later
-// change once, in revision order, with no gap.
+// change once, in revision order, with no gap; so do the watches that
+// share one read (see TestFanoutSharesOneRead).
 func TestWatchSurvivesLostDelivery(t *testing.T) {
+	t.Run("alone", func(t *testing.T) { watchSurvivesLostDelivery(t, false) })
+	t.Run("shared", func(t *testing.T) { watchSurvivesLostDelivery(t, true) })
+}
+
+func watchSurvivesLostDelivery(t *testing.T, shared bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const resource = "survive.example.com"
@@ -47,12 +53,31 @@ func TestWatchSurvivesLostDelivery(t *testing.T) {
 		}
 		live[o.Key()] = o
 	}
-	ch, err := s.Watch(ctx, bus.WatchOptions{})
+	opts, initial := bus.WatchOptions{}, len(live)
+	var shares []<-chan bus.Event
+	if shared {
+		last, err := s.LastRevision(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts, initial = bus.WatchOptions{Shared: true, AfterRevision: last}, 0
+	}
+	ch, err := s.Watch(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if initial := waitSynced(t, ch); len(initial) != len(live) {
-		t.Fatalf("initial state: %d events, want %d", len(initial), len(live))
+	if got := waitSynced(t, ch); len(got) != initial {
+		t.Fatalf("initial state: %d events, want %d", len(got), initial)
+	}
+	if shared {
+		for range 3 {
+			other, err := s.Watch(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitSynced(t, other)
+			shares = append(shares, other)
+		}
 	}
 
 	deleted := 0
@@ -65,6 +90,9 @@ func TestWatchSurvivesLostDelivery(t *testing.T) {
 		deleted += deleteConsumers(ctx, t, js, stream)
 		want := writeRoundUndelivered(ctx, t, s, live, round)
 		expectChanges(t, ch, round, want)
+		for _, other := range shares {
+			expectChanges(t, other, round, want)
+		}
 	}
 	if deleted < 3 {
 		t.Fatalf("deleted %d consumers, want one per round", deleted)
