@@ -421,26 +421,31 @@ func watchPods(ctx context.Context, conn *bus.Conn) (*podWatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	ch, err := st.Watch(ctx, bus.WatchOptions{Buffer: 65536})
+	// Raw: the watch reads the few fields it needs (readProgress).
+	ch, err := st.Watch(ctx, bus.WatchOptions{Buffer: 65536, Raw: true})
 	if err != nil {
 		return nil, err
 	}
 	w := &podWatch{created: map[string]time.Time{}, bound: map[string]time.Time{}, running: map[string]time.Time{}, changed: make(chan struct{}, 1)}
 	go func() {
 		for ev := range ch {
-			if ev.Object == nil || ev.Type == bus.Deleted {
+			if ev.Raw == nil || ev.Type == bus.Deleted {
+				continue
+			}
+			p, err := readProgress(ev.Raw)
+			if err != nil {
 				continue
 			}
 			now := time.Now()
-			uid := ev.Object.Metadata.UID
+			uid := p.Metadata.UID
 			w.mu.Lock()
 			if _, ok := w.created[uid]; !ok {
 				w.created[uid] = now
 			}
-			if _, ok := w.bound[uid]; !ok && kinds.BoundNode(ev.Object) != "" {
+			if _, ok := w.bound[uid]; !ok && p.Spec.NodeName != "" {
 				w.bound[uid] = now
 			}
-			if _, ok := w.running[uid]; !ok && runningReady(ev.Object) {
+			if _, ok := w.running[uid]; !ok && p.runningReady() {
 				w.running[uid] = now
 				w.last = now
 			}
@@ -452,20 +457,6 @@ func watchPods(ctx context.Context, conn *bus.Conn) (*podWatch, error) {
 		}
 	}()
 	return w, nil
-}
-
-// runningReady reads only what says a pod runs ready: the bench's own
-// watch should cost the machine it measures as little as it can.
-func runningReady(o *object.Object) bool {
-	var st struct {
-		Phase      string             `json:"phase"`
-		Conditions []object.Condition `json:"conditions"`
-	}
-	if o.DecodeStatus(&st) != nil || st.Phase != kinds.PodRunning {
-		return false
-	}
-	c := object.FindCondition(st.Conditions, kinds.PodReady)
-	return c != nil && c.Status == object.ConditionTrue
 }
 
 func (w *podWatch) waitAll(ctx context.Context, n int, timeout time.Duration, progress func(string, ...any)) ([]time.Duration, time.Time, error) {

@@ -37,6 +37,9 @@ type Event struct {
 	// Trace is the trace context of the write.
 	Trace trace.SpanContext
 	Err   error
+	// Raw is the stored value, undecoded, for a watch that asked for it
+	// (WatchOptions.Raw); nil for a bare delete.
+	Raw []byte
 	// shared is the object's entry among the store's shared objects, for
 	// an event of a shared watch.
 	shared *decoded
@@ -76,6 +79,11 @@ type WatchOptions struct {
 	// changed only an object's status (what the status subresource would
 	// take): for a reader that acts on the rest alone.
 	SkipStatus bool
+	// Raw leaves each change undecoded: events carry the stored JSON in
+	// Raw (without the resourceVersion, which is the Revision) and no
+	// Object, and a value that is not an object is not reported Corrupt.
+	// For a reader of a few fields, which it decodes itself.
+	Raw bool
 }
 
 func (s *Store) filter(namespace, key string) string {
@@ -109,13 +117,16 @@ func (s *Store) Watch(ctx context.Context, opts WatchOptions) (<-chan Event, err
 	if err := s.checkNotCompacted(ctx, opts.AfterRevision); err != nil {
 		return nil, err
 	}
-	if opts.Shared && opts.AfterRevision > 0 && !opts.SkipStatus {
+	if opts.Shared && opts.AfterRevision > 0 && !opts.SkipStatus && !opts.Raw {
 		if f := s.joinFanout(opts.AfterRevision); f != nil {
 			return f.watch(ctx, opts, last), nil
 		}
 	}
 	decode := s.toEvent
-	if opts.Shared {
+	switch {
+	case opts.Raw:
+		decode = s.rawEvent
+	case opts.Shared:
 		decode = s.sharedEvent
 	}
 	if opts.SkipStatus {
@@ -215,6 +226,20 @@ func (s *Store) toEvent(m rawMsg, live bool) Event {
 		return ev
 	}
 	ev.Object = o
+	return ev
+}
+
+// rawEvent classifies one stored message and leaves its value undecoded.
+func (s *Store) rawEvent(m rawMsg, live bool) Event {
+	ev := Event{Key: m.subject[len(s.subjPrefix):], Revision: m.seq, Trace: extractSpan(m.header)}
+	switch {
+	case !isTombstone(m.header):
+		ev.Type, ev.Raw = eventType(m, live), m.data
+	case len(m.data) > 0 && m.header.Get(HeaderOp) != opFence:
+		ev.Type, ev.Raw = Deleted, m.data
+	default:
+		ev.Type = Deleted
+	}
 	return ev
 }
 

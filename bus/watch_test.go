@@ -54,3 +54,56 @@ func TestWatchSkippingStatus(t *testing.T) {
 	}
 	expect(t, ch, bus.Added, "two")
 }
+
+// TestWatchRaw: a raw watch hands over each stored value undecoded, the
+// initial state's, a change's and a delete's last state, and so does a
+// shared one that resumes.
+func TestWatchRaw(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := newStore(t, bustest.Conn(t))
+	one, err := s.Create(ctx, widget("default", "one", `{"size":1}`, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := s.Watch(ctx, bus.WatchOptions{Raw: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed, err := s.Watch(ctx, bus.WatchOptions{Raw: true, Shared: true, AfterRevision: rv(t, one)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(ch <-chan bus.Event, typ bus.EventType, rev uint64, spec string) {
+		t.Helper()
+		ev := nextEvent(t, ch)
+		if ev.Type != typ || ev.Revision != rev || ev.Object != nil {
+			t.Fatalf("got %s@%d with object %v, want %s@%d and no object", ev.Type, ev.Revision, ev.Object, typ, rev)
+		}
+		o, err := object.Decode(ev.Raw)
+		if err != nil || o.Metadata.Name != "one" || string(o.Spec) != spec {
+			t.Fatalf("%s@%d: raw %s decodes to %+v (%v), want one with spec %s", typ, rev, ev.Raw, o, err, spec)
+		}
+	}
+	check(ch, bus.Added, rv(t, one), `{"size":1}`)
+	expectSynced(t, "the raw watch", ch)
+	expectSynced(t, "the resumed raw watch", resumed)
+	up := one.Clone()
+	up.Spec = json.RawMessage(`{"size":2}`)
+	two, err := s.Update(ctx, up, bus.UpdateOptions{Current: one})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each change is awaited before the next: a key keeps one message, so
+	// a watch may see only the later of two quick writes.
+	for _, c := range []<-chan bus.Event{ch, resumed} {
+		check(c, bus.Modified, rv(t, two), `{"size":2}`)
+	}
+	gone, _, err := s.Delete(ctx, one.Key(), bus.DeleteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []<-chan bus.Event{ch, resumed} {
+		check(c, bus.Deleted, rv(t, gone), `{"size":2}`)
+	}
+}
