@@ -41,9 +41,10 @@ type fanout struct {
 }
 
 // joinFanout returns the store's fanout, started when there is none,
-// counting one more watcher of it; nil when it cannot serve a watch after
-// revision after (it began later, or has dropped changes since).
-func (s *Store) joinFanout(after uint64) *fanout {
+// counting one more watcher of it, and the index of the first change it
+// holds after revision after; nil when it cannot serve a watch after
+// after (it began later, or has dropped changes since).
+func (s *Store) joinFanout(after uint64) (*fanout, uint64) {
 	s.fanMu.Lock()
 	defer s.fanMu.Unlock()
 	if s.fan == nil {
@@ -56,10 +57,11 @@ func (s *Store) joinFanout(after uint64) *fanout {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.ended || after < f.dropped {
-		return nil
+		return nil, 0
 	}
 	f.watchers++
-	return f
+	// Found under the same lock: the ring may move on at any moment.
+	return f, f.first(after)
 }
 
 // leave counts a watcher out, ending the read with the last.
@@ -177,16 +179,13 @@ type fanWatch struct {
 }
 
 // watch serves a watch after opts.AfterRevision on f, which it has
-// joined, until ctx ends.
-func (f *fanout) watch(ctx context.Context, opts WatchOptions, target uint64) <-chan Event {
+// joined, from the change at index next, until ctx ends.
+func (f *fanout) watch(ctx context.Context, opts WatchOptions, next, target uint64) <-chan Event {
 	buffer := opts.Buffer
 	if buffer == 0 {
 		buffer = 256
 	}
-	w := &fanWatch{f: f, opts: opts, target: target, last: opts.AfterRevision, ch: make(chan Event, buffer)}
-	f.mu.Lock()
-	w.next = f.first(opts.AfterRevision)
-	f.mu.Unlock()
+	w := &fanWatch{f: f, opts: opts, target: target, next: next, last: opts.AfterRevision, ch: make(chan Event, buffer)}
 	go w.run(ctx)
 	return w.ch
 }

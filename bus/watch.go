@@ -118,8 +118,8 @@ func (s *Store) Watch(ctx context.Context, opts WatchOptions) (<-chan Event, err
 		return nil, err
 	}
 	if opts.Shared && opts.AfterRevision > 0 && !opts.SkipStatus && !opts.Raw {
-		if f := s.joinFanout(opts.AfterRevision); f != nil {
-			return f.watch(ctx, opts, last), nil
+		if f, next := s.joinFanout(opts.AfterRevision); f != nil {
+			return f.watch(ctx, opts, next, last), nil
 		}
 	}
 	decode := s.toEvent
