@@ -64,3 +64,10 @@ func SetFanoutSize(t testing.TB, n int) {
 	fanoutSize = n
 	t.Cleanup(func() { fanoutSize = before })
 }
+
+// SharedWatchers is how many watches of stream its shared read serves,
+// and how many left it for reason.
+func SharedWatchers(stream, reason string) (serving, alone float64) {
+	return testutil.ToFloat64(sharedWatchers.WithLabelValues(stream)),
+		testutil.ToFloat64(sharedWatchersAlone.WithLabelValues(stream, reason))
+}

@@ -60,6 +60,7 @@ func (s *Store) joinFanout(after uint64) (*fanout, uint64) {
 		return nil, 0
 	}
 	f.watchers++
+	sharedWatchers.WithLabelValues(s.stream()).Inc()
 	// Found under the same lock: the ring may move on at any moment.
 	return f, f.first(after)
 }
@@ -72,6 +73,7 @@ func (f *fanout) leave() {
 	f.watchers--
 	last := f.watchers == 0
 	f.mu.Unlock()
+	sharedWatchers.WithLabelValues(f.s.stream()).Dec()
 	if last {
 		f.cancel()
 		if f.s.fan == f {
@@ -199,6 +201,11 @@ func (w *fanWatch) run(ctx context.Context) {
 		batch, st = w.f.take(w.next, batch[:0])
 		if st.overrun || (st.ended && len(batch) == 0) {
 			w.leave()
+			reason := "ended"
+			if st.overrun {
+				reason = "slow"
+			}
+			sharedWatchersAlone.WithLabelValues(w.f.s.stream(), reason).Inc()
 			w.alone(ctx)
 			return
 		}

@@ -124,6 +124,11 @@ func TestFanoutSharesOneRead(t *testing.T) {
 		n, err := s.ConsumerCount(ctx)
 		return err == nil && n == 1
 	})
+	stream := streamOf("widgets.example.com")
+	poll.Until(t, "the shared read's twelve watchers counted", 30*time.Second, func() bool {
+		serving, _ := bus.SharedWatchers(stream, "slow")
+		return serving == 12
+	})
 	before := watch("from before", bus.WatchOptions{AfterRevision: start})
 	expectExactly(t, "from before", before, mid)
 	if ev := expectSynced(t, "from before", before); ev.Revision != at {
@@ -143,7 +148,8 @@ func TestFanoutSharesOneRead(t *testing.T) {
 	stop()
 	poll.Until(t, "the reads to end with their watchers", 30*time.Second, func() bool {
 		n, err := s.ConsumerCount(ctx)
-		return err == nil && n == 0
+		serving, _ := bus.SharedWatchers(stream, "slow")
+		return err == nil && n == 0 && serving == 0
 	})
 }
 
@@ -156,6 +162,7 @@ func TestFanoutWatcherLeftBehindMissesNothing(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s := newStore(t, bustest.Conn(t))
+	_, aloneBefore := bus.SharedWatchers(streamOf("widgets.example.com"), "slow")
 	first, made := writeMix(ctx, t, s, "first", 20, nil)
 	after := first[len(first)-1].rev
 	watch := func(name string) <-chan bus.Event {
@@ -175,6 +182,11 @@ func TestFanoutWatcherLeftBehindMissesNothing(t *testing.T) {
 		want = append(want, cs...)
 	}
 	expectExactly(t, "the slow watcher", slow, want)
+	// The reading watcher may have fallen behind too, for a moment: it
+	// reads only once each round is written.
+	if _, alone := bus.SharedWatchers(streamOf("widgets.example.com"), "slow"); alone <= aloneBefore {
+		t.Fatalf("homeostat_bus_shared_watchers_alone_total{reason=slow} stayed at %v", alone)
+	}
 	poll.Until(t, "the slow watcher to read alone", 30*time.Second, func() bool {
 		n, err := s.ConsumerCount(ctx)
 		return err == nil && n == 2
