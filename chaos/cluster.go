@@ -366,7 +366,8 @@ func (c *cluster) startRoles(ctx context.Context) error {
 				break
 			}
 			if time.Now().After(deadline) || !clock.Sleep(ctx, 50*time.Millisecond) {
-				return fmt.Errorf("api %d did not start (see %s)", i, filepath.Join(c.dir, fmt.Sprintf("api%d.log", i)))
+				// The log goes with the run's directory: say what it holds.
+				return fmt.Errorf("api %d did not start; the end of its log:\n%s", i, logTail(b, 40))
 			}
 		}
 	}
@@ -479,4 +480,10 @@ func (c *cluster) close() {
 			p.Close()
 		}
 	}
+}
+
+// logTail is the last n lines of a log.
+func logTail(b []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
