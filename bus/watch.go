@@ -206,21 +206,20 @@ func (c *Conn) watch(ctx context.Context, spec readSpec, buffer int, initial boo
 
 // toEvent classifies one stored message. Before sync, every value is Added.
 func (s *Store) toEvent(m rawMsg, live bool) Event {
-	key := m.subject[len(s.subjPrefix):]
-	ev := Event{Key: key, Revision: m.seq, Trace: extractSpan(m.header)}
-	if isTombstone(m.header) {
-		// A bare fence deletes nothing a watcher has seen: it carries no
-		// object, so that clients pass over it.
-		ev.Type = Deleted
-		if len(m.data) > 0 && m.header.Get(HeaderOp) != opFence {
-			if o, err := s.decode(key, m.data, m.seq); err == nil {
+	ev := s.rawEvent(m, live)
+	data := ev.Raw
+	ev.Raw = nil
+	if ev.Type == Deleted {
+		// A delete's last state, when it carries one, is told if it
+		// decodes; the delete stands either way.
+		if len(data) > 0 {
+			if o, err := s.decode(ev.Key, data, m.seq); err == nil {
 				ev.Object = o
 			}
 		}
 		return ev
 	}
-	ev.Type = eventType(m, live)
-	o, err := s.decode(key, m.data, m.seq)
+	o, err := s.decode(ev.Key, data, m.seq)
 	if err != nil {
 		ev.Type, ev.Err = Corrupt, err
 		return ev
@@ -230,6 +229,8 @@ func (s *Store) toEvent(m rawMsg, live bool) Event {
 }
 
 // rawEvent classifies one stored message and leaves its value undecoded.
+// A bare fence deletes nothing a watcher has seen: it carries no value,
+// so that clients pass over it.
 func (s *Store) rawEvent(m rawMsg, live bool) Event {
 	ev := Event{Key: m.subject[len(s.subjPrefix):], Revision: m.seq, Trace: extractSpan(m.header)}
 	switch {
