@@ -230,10 +230,12 @@ func (s *Service) watch(w http.ResponseWriter, r *http.Request, ref *resourceRef
 			defer cancel()
 		}
 	}
-	// A small buffer: the stream's consumer holds what the client has not
-	// read yet, so a deep channel per watch would only cost memory.
+	// A small buffer: the stream's consumer (or the store's shared read,
+	// for a watch that resumes) holds what the client has not read yet,
+	// so a deep channel per watch would only cost memory.
 	// Shared: events are only read here, so each change is decoded and
-	// encoded once for every watch of the kind, not once per watch.
+	// encoded once for every watch of the kind, not once per watch, and a
+	// watch that resumes shares one read of the store with the others.
 	opts := bus.WatchOptions{Namespace: ref.namespace, AfterRevision: after, Buffer: watchBuffer, Shared: true}
 	if ref.name != "" {
 		opts.Key = ref.key()
