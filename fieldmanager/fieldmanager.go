@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"sync"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -40,7 +39,7 @@ type Managers struct {
 	tc  managedfields.TypeConverter
 	fms map[managerKey]*managedfields.FieldManager
 
-	creates memo[[]metav1.ManagedFieldsEntry]
+	creates memo[[]byte]
 	updates memo[answer]
 }
 

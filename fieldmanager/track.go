@@ -1,9 +1,10 @@
 package fieldmanager
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/json"
-	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +25,13 @@ func (m *Managers) Track(manager, subresource string, live, next *object.Object)
 	if next.Kind == "Event" {
 		return next
 	}
+	return m.Record(manager, subresource, live, next)
+}
+
+// Record is Update, answered from memory when a write of the same shape
+// was answered before (track.go, updates.go): the managed fields are
+// those Update gives.
+func (m *Managers) Record(manager, subresource string, live, next *object.Object) *object.Object {
 	if live == nil {
 		return m.created(manager, next)
 	}
@@ -31,54 +39,146 @@ func (m *Managers) Track(manager, subresource string, live, next *object.Object)
 }
 
 // created records a create. A controller makes many objects alike (a
-// ReplicaSet's pods differ only in what the field manager strips: name,
-// uid, creation time), and the field manager's answer for one is its
-// answer for all but the time, so answers are remembered by content.
+// ReplicaSet's pods differ only in what the field manager strips, name,
+// uid, creation time, and in the values it does not compare, such as
+// labels'), and the field manager's answer for one is its answer for all
+// but the time, so answers are remembered by shape; and, as the shape
+// takes a decoding to find, by content too.
+//
+// Objects of different owners differ in their owner too, and ownerReferences
+// are a list by uid, so the managed fields name the owner. The answer is
+// made and remembered for the object with stand-ins for its owner's uid and
+// name, and the owner's own are put back in place of the stand-ins: what
+// the field manager writes for a stand-in it writes for the owner's, when
+// each is written as it is in JSON (owner) and no other field holds a
+// stand-in (newCreate). The time is a stand-in too.
 func (m *Managers) created(manager string, next *object.Object) *object.Object {
-	key, ok := createKey(manager, next)
+	c, ok := newCreate(manager, next)
 	if !ok {
 		return m.Update(manager, "", nil, next)
 	}
-	if entries, ok := m.creates.get(key); ok {
-		entries = slices.Clone(entries)
-		now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
-		for i := range entries {
-			entries[i].Time = &now
+	encoded, ok := m.creates.get(c.content)
+	if !ok {
+		shape, ok := c.shape()
+		if !ok {
+			return m.Update(manager, "", nil, next)
 		}
-		if b, err := json.Marshal(entries); err == nil {
-			next.Metadata.ManagedFields = b
-			return next
+		if encoded, ok = m.creates.get(shape); !ok {
+			if encoded, ok = m.answerCreate(manager, next); !ok {
+				return m.Update(manager, "", nil, next)
+			}
+			m.creates.put(shape, encoded)
 		}
+		m.creates.put(c.content, encoded)
 	}
-	next = m.Update(manager, "", nil, next)
-	var entries []metav1.ManagedFieldsEntry
-	if json.Unmarshal(next.Metadata.ManagedFields, &entries) == nil && len(entries) > 0 {
-		m.creates.put(key, entries)
+	now := time.Now().UTC().Truncate(time.Second).Format(time.RFC3339)
+	b := bytes.ReplaceAll(encoded, []byte(timeStandIn), []byte(`"time":"`+now+`"`))
+	if c.owner != nil {
+		b = bytes.ReplaceAll(b, []byte(ownerUIDStandIn), []byte(c.owner.UID))
+		b = bytes.ReplaceAll(b, []byte(ownerNameStandIn), []byte(c.owner.Name))
 	}
+	next.Metadata.ManagedFields = b
 	return next
 }
 
-// createKey is what a create's managed fields depend on: its manager and
-// the object without the fields the field manager strips. An object that
-// brings managed fields of its own is not remembered.
-func createKey(manager string, o *object.Object) ([32]byte, bool) {
-	if len(o.Metadata.ManagedFields) > 0 {
-		return [32]byte{}, false
+// answerCreate is the field manager's answer to a create of o, with
+// stand-ins for its owner and time, encoded.
+func (m *Managers) answerCreate(manager string, o *object.Object) ([]byte, bool) {
+	standIn := o.Clone()
+	standIn.Metadata.ManagedFields = nil
+	if len(standIn.Metadata.OwnerReferences) == 1 {
+		standIn.Metadata.OwnerReferences[0].UID, standIn.Metadata.OwnerReferences[0].Name = ownerUIDStandIn, ownerNameStandIn
+	}
+	standIn, answered := m.update(manager, "", nil, standIn)
+	var entries []metav1.ManagedFieldsEntry
+	if !answered || json.Unmarshal(standIn.Metadata.ManagedFields, &entries) != nil || len(entries) == 0 {
+		return nil, false
+	}
+	epoch := metav1.NewTime(time.Unix(0, 0).UTC())
+	for i := range entries {
+		entries[i].Time = &epoch
+	}
+	b, ok := encodeEntries(entries)
+	if !ok || bytes.Count(b, []byte(timeStandIn)) != len(entries) {
+		return nil, false
+	}
+	return b, true
+}
+
+// The stand-ins for an owner's uid and name, and for the time, in the
+// creates remembered. No field's name holds "time":" unescaped.
+const (
+	ownerUIDStandIn  = "fieldmanager.owner-uid.stand-in"
+	ownerNameStandIn = "fieldmanager.owner-name.stand-in"
+	timeStandIn      = `"time":"1970-01-01T00:00:00Z"`
+)
+
+// create is what a create's managed fields depend on: its manager, its
+// kind and the object without the fields the field manager strips, its
+// one owner in stand-ins.
+type create struct {
+	content [32]byte // the key of the object as it is
+	owner   *object.OwnerReference
+	prefix  []byte // manager and kind
+	encoded []byte // the object, stripped, its owner in stand-ins
+}
+
+// newCreate finds a create's key. An object that brings managed fields of
+// its own is not remembered, nor one with more owners, an owner written
+// otherwise in JSON, or a stand-in of its own.
+func newCreate(manager string, o *object.Object) (create, bool) {
+	if len(o.Metadata.ManagedFields) > 0 || len(o.Metadata.OwnerReferences) > 1 {
+		return create{}, false
 	}
 	s := *o
 	s.Metadata.Name, s.Metadata.Namespace, s.Metadata.UID, s.Metadata.ResourceVersion = "", "", "", ""
 	s.Metadata.CreationTimestamp, s.Metadata.Generation = time.Time{}, 0
-	b, err := object.Encode(&s)
-	if err != nil {
-		return [32]byte{}, false
+	c := create{prefix: []byte(manager + "\x00" + o.APIVersion + "\x00" + o.Kind + "\x00")}
+	if len(o.Metadata.OwnerReferences) == 1 {
+		c.owner = &o.Metadata.OwnerReferences[0]
+		if !plain(c.owner.UID) || !plain(c.owner.Name) {
+			return create{}, false
+		}
+		ref := *c.owner
+		ref.UID, ref.Name = ownerUIDStandIn, ownerNameStandIn
+		s.Metadata.OwnerReferences = []object.OwnerReference{ref}
 	}
+	b, err := object.Encode(&s)
+	if err != nil || bytes.Count(b, []byte(ownerUIDStandIn)) > 1 || bytes.Count(b, []byte(ownerNameStandIn)) > 1 ||
+		(c.owner == nil && (bytes.Contains(b, []byte(ownerUIDStandIn)) || bytes.Contains(b, []byte(ownerNameStandIn)))) {
+		return create{}, false
+	}
+	c.encoded = b
 	h := sha256.New()
-	h.Write([]byte(manager))
-	h.Write([]byte{0})
+	h.Write([]byte{'c'})
+	h.Write(c.prefix)
 	h.Write(b)
+	h.Sum(c.content[:0])
+	return c, true
+}
+
+// shape is the key of the create's shape (shape.go).
+func (c create) shape() ([32]byte, bool) {
+	h := sha256.New()
+	h.Write([]byte{'s'})
+	h.Write(c.prefix)
 	var key [32]byte
+	if !shapeOf(h, nil, c.encoded) {
+		return key, false
+	}
 	h.Sum(key[:0])
 	return key, true
+}
+
+// plain reports a string JSON writes as it is, quoted once or twice, and
+// that holds no stand-in: letters, digits, '.', '-', '_' and ':'.
+func plain(s string) bool {
+	for _, r := range s {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '.' || r == '-' || r == '_' || r == ':') {
+			return false
+		}
+	}
+	return s != "" && !strings.Contains(s, ownerUIDStandIn) && !strings.Contains(s, ownerNameStandIn)
 }
 
 // memo holds the field manager's answers to recent writes, a bounded

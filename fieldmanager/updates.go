@@ -20,7 +20,7 @@ import (
 // others keep their owners (subtrees.go). Controllers make the same
 // changes to many objects (a thousand ReplicaSets of ten going from 3
 // ready pods to 4, each settling its slots), so answers are remembered
-// under those: each member that differs, whole on both sides, and each
+// under those: the shape of each member that differs (shape.go), and each
 // entry's fields under those members, without the entries' times. The
 // times come back as the field manager sets them: an entry keeps the time
 // it had, and the writer's own takes the present when the update changed
@@ -90,6 +90,12 @@ func (a answer) encoded(before []metav1.ManagedFieldsEntry, paths [][]string) ([
 	if !ok || len(entries) == 0 {
 		return nil, false
 	}
+	return encodeEntries(entries)
+}
+
+// encodeEntries encodes managed fields as the field manager does, through
+// unstructured objects, so with every object's members sorted.
+func encodeEntries(entries []metav1.ManagedFieldsEntry) ([]byte, bool) {
 	b, err := json.Marshal(entries)
 	if err != nil {
 		return nil, false
@@ -139,8 +145,7 @@ func replaced(subresource string, live, next *object.Object) ([]metav1.ManagedFi
 }
 
 // updateKey is what an update's managed fields depend on: the writer,
-// the kind, each member that differs, whole on both sides (a list
-// compares by its items' keys, which only the whole list tells), and each
+// the kind, the shape of each member that differs (shape.go), and each
 // replaced entry's fields under those members.
 func updateKey(manager, subresource string, next *object.Object, before []metav1.ManagedFieldsEntry, parts []object.Part, paths [][]string) ([32]byte, bool) {
 	h := sha256.New()
@@ -152,7 +157,10 @@ func updateKey(manager, subresource string, next *object.Object, before []metav1
 	}
 	write([]byte(manager), []byte(subresource), []byte(next.APIVersion), []byte(next.Kind))
 	for _, p := range parts {
-		write([]byte(p.Name), p.Live, p.Next)
+		write([]byte(p.Name))
+		if !shapeOf(h, p.Live, p.Next) {
+			return [32]byte{}, false
+		}
 	}
 	entries := slices.Clone(before)
 	slices.SortFunc(entries, func(a, b metav1.ManagedFieldsEntry) int {

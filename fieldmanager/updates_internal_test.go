@@ -1,6 +1,7 @@
 package fieldmanager
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -277,6 +278,156 @@ func TestFailedUpdatesAreNotRemembered(t *testing.T) {
 		})
 		if want := name == "good"; recorded != want {
 			t.Fatalf("%s: the status write recorded: %v, want %v (%+v)", name, recorded, want, got)
+		}
+	}
+}
+
+// TestAnswersByShape: updates that differ only in values the field
+// manager does not compare (a Lease's renewTime, a pod's node) are
+// answered from memory after the first, with what the field manager
+// itself gives; updates of another shape (a value dropped, set to null,
+// of another kind, a list changed) are not answered with theirs.
+func TestAnswersByShape(t *testing.T) {
+	reg, err := schemas.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(openapi.NewCache(reg))
+	decode := func(s string) *object.Object {
+		o, err := object.Decode([]byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	lease := func(node string) *object.Object {
+		return m.Track("homeostat-nodeagent", "", nil, decode(`{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"`+node+`","namespace":"kube-node-lease"},
+ "spec":{"holderIdentity":"`+node+`","leaseDurationSeconds":40,"renewTime":"2026-01-01T00:00:00.000000Z"}}`))
+	}
+	pod := func(name string) *object.Object {
+		return m.Track("homeostat-controllers", "", nil, decode(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"`+name+`","namespace":"default"},
+ "spec":{"containers":[{"name":"web","command":["sleep","60"]}]}}`))
+	}
+	spec := func(s string) func(o *object.Object) { return func(o *object.Object) { o.Spec = json.RawMessage(s) } }
+	// check writes next over live both ways, compares, and tells whether
+	// the answer came from memory.
+	check := func(step, manager, sub string, live *object.Object, change func(*object.Object)) (*object.Object, bool) {
+		t.Helper()
+		live = aged(t, live, time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC))
+		next := live.Clone()
+		change(next)
+		parts := object.Differing(live, next)
+		key, ok := updateKey(manager, sub, next, decodeEntries(t, live), parts, pathsOf(parts))
+		if !ok {
+			t.Fatalf("%s: no key", step)
+		}
+		_, remembered := m.updates.get(key)
+		want := decodeEntries(t, m.Update(manager, sub, live, next.Clone()))
+		got := m.Track(manager, sub, live, next.Clone())
+		gotEntries := decodeEntries(t, got)
+		if len(gotEntries) != len(want) {
+			t.Fatalf("%s: %s, want %+v", step, got.Metadata.ManagedFields, want)
+		}
+		for _, w := range want {
+			j := slices.IndexFunc(gotEntries, func(g metav1.ManagedFieldsEntry) bool { return identityOf(g) == identityOf(w) })
+			if j < 0 || !object.SameJSON(gotEntries[j].FieldsV1.Raw, w.FieldsV1.Raw) {
+				t.Fatalf("%s: %s, want %+v", step, got.Metadata.ManagedFields, want)
+			}
+			if d := gotEntries[j].Time.Sub(w.Time.Time); d < -time.Second || d > time.Second {
+				t.Fatalf("%s: %+v written at %s, want %s", step, identityOf(w), gotEntries[j].Time, w.Time)
+			}
+		}
+		return got, remembered
+	}
+	renew := func(node, at string) func(*object.Object) {
+		return spec(`{"holderIdentity":"` + node + `","leaseDurationSeconds":40,"renewTime":"` + at + `"}`)
+	}
+	a, b := lease("node-a"), lease("node-b")
+	a, _ = check("first renewal", "homeostat-nodeagent", "", a, renew("node-a", "2026-01-01T00:00:10.000000Z"))
+	for i, at := range []string{"2026-01-01T00:00:20.000000Z", "2026-01-01T00:00:30.123456Z"} {
+		var hit bool
+		if b, hit = check(fmt.Sprintf("renewal %d", i), "homeostat-nodeagent", "", b, renew("node-b", at)); !hit {
+			t.Fatalf("renewal %d of another node at %s not answered from memory", i, at)
+		}
+	}
+	// Another writer takes the renewal: the shape is the same, the
+	// entries it replaces are not.
+	if _, hit := check("taken", "someone-else", "", a, renew("node-a", "2026-01-01T00:01:00.000000Z")); hit {
+		t.Fatal("a renewal by another writer was answered as the node's")
+	}
+	// Not the renewals' shape: each is the field manager's own answer.
+	for step, change := range map[string]func(*object.Object){
+		"holder to null":     spec(`{"holderIdentity":null,"leaseDurationSeconds":40,"renewTime":"2026-01-01T00:00:40.000000Z"}`),
+		"holder dropped":     spec(`{"leaseDurationSeconds":40,"renewTime":"2026-01-01T00:00:40.000000Z"}`),
+		"duration a string":  spec(`{"holderIdentity":"node-b","leaseDurationSeconds":"40","renewTime":"2026-01-01T00:00:40.000000Z"}`),
+		"duration unchanged": spec(`{"holderIdentity":"node-b","leaseDurationSeconds":40.0,"renewTime":"2026-01-01T00:00:40.000000Z"}`),
+	} {
+		if _, hit := check(step, "homeostat-nodeagent", "", b, change); hit && step != "duration unchanged" {
+			t.Fatalf("%s: answered as a renewal", step)
+		}
+	}
+	// Pods bound to different nodes: the binding's shape is one.
+	bind := func(node string) func(*object.Object) {
+		return spec(`{"containers":[{"name":"web","command":["sleep","60"]}],"nodeName":"` + node + `"}`)
+	}
+	if _, hit := check("bind p0", "homeostat-scheduler", "", pod("p0"), bind("node-1")); hit {
+		t.Fatal("the first binding was answered from memory")
+	}
+	if _, hit := check("bind p1", "homeostat-scheduler", "", pod("p1"), bind("node-2")); !hit {
+		t.Fatal("a binding to another node was not answered from memory")
+	}
+	// A list that changes is compared by its items: the new item's key is
+	// in the answer, and another item is another answer.
+	for i, name := range []string{"side", "helper"} {
+		_, hit := check("container "+name, "homeostat-controllers", "", pod("p2"),
+			spec(`{"containers":[{"name":"web","command":["sleep","60"]},{"name":"`+name+`","command":["sleep","1"]}]}`))
+		if hit {
+			t.Fatalf("step %d: a container named %s was answered from memory", i, name)
+		}
+	}
+}
+
+// TestShapes: the shapes of members that must be answered alike are one,
+// and of those that may not, differ.
+func TestShapes(t *testing.T) {
+	shape := func(live, next string) string {
+		h := sha256.New()
+		var l, n []byte
+		if live != "" {
+			l = []byte(live)
+		}
+		if next != "" {
+			n = []byte(next)
+		}
+		if !shapeOf(h, l, n) {
+			t.Fatalf("no shape of %s -> %s", live, next)
+		}
+		return fmt.Sprintf("%x", h.Sum(nil))
+	}
+	for _, tc := range []struct {
+		name   string
+		l1, n1 string
+		l2, n2 string
+		same   bool
+	}{
+		{"a time renewed", `{"t":"a","d":40}`, `{"t":"b","d":40}`, `{"t":"x","d":40}`, `{"t":"y","d":40}`, true},
+		{"equal values", `{"d":40,"x":"p"}`, `{"d":40,"x":"p"}`, `{"d":7,"x":"q"}`, `{"d":7,"x":"q"}`, true},
+		{"1 and 1.0 are equal", `{"d":1}`, `{"d":1.0}`, `{"d":2}`, `{"d":2}`, true},
+		{"a field added", `{"a":1}`, `{"a":1,"n":"x"}`, `{"a":1}`, `{"a":1,"n":"y"}`, true},
+		{"equal lists", `{"c":[1,2],"t":"a"}`, `{"c":[1,2],"t":"b"}`, `{"c":[3],"t":"a"}`, `{"c":[3],"t":"b"}`, true},
+		{"changed or equal", `{"t":"a"}`, `{"t":"b"}`, `{"t":"a"}`, `{"t":"a"}`, false},
+		{"changed or to null", `{"t":"a"}`, `{"t":"b"}`, `{"t":"a"}`, `{"t":null}`, false},
+		{"changed or dropped", `{"t":"a","u":1}`, `{"t":"b","u":1}`, `{"t":"a","u":1}`, `{"u":1}`, false},
+		{"to a number or a string", `{"t":"a"}`, `{"t":"b"}`, `{"t":"a"}`, `{"t":2}`, false},
+		{"integer or float", `{"t":1}`, `{"t":2}`, `{"t":1}`, `{"t":2.5}`, false},
+		{"other field names", `{"t":"a"}`, `{"t":"b"}`, `{"u":"a"}`, `{"u":"b"}`, false},
+		{"lists that differ", `{"c":[{"k":"a"}]}`, `{"c":[{"k":"b"}]}`, `{"c":[{"k":"a"}]}`, `{"c":[{"k":"c"}]}`, false},
+		{"an object or a scalar", `{"o":{"a":1}}`, `{"o":{"a":2}}`, `{"o":{"a":1}}`, `{"o":3}`, false},
+		{"added whole or in part", ``, `{"a":"x"}`, `{}`, `{"a":"x"}`, false},
+		{"a name with a zero byte", `{"a\u0000":"x"}`, `{"a\u0000":"y"}`, `{"a":"x"}`, `{"a":"y"}`, false},
+	} {
+		if got := shape(tc.l1, tc.n1) == shape(tc.l2, tc.n2); got != tc.same {
+			t.Errorf("%s: same shape %v, want %v", tc.name, got, tc.same)
 		}
 	}
 }

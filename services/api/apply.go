@@ -40,17 +40,18 @@ func managerOf(r *http.Request) string {
 }
 
 // trackUpdate records a write's fields under its manager (operation
-// Update) in n's managedFields, live being what it replaces (an empty
-// object for a create). A write the field manager cannot type keeps the
-// managed fields it had: tracking must never refuse a write the schema took.
+// Update) in n's managedFields, live being what it replaces (nil for a
+// create). A write the field manager cannot type keeps the managed fields
+// it had: tracking must never refuse a write the schema took. Writes of
+// one shape from many clients are answered from memory (Record).
 func (s *Service) trackUpdate(r *http.Request, ref *resourceRef, live, n *object.Object) *object.Object {
 	// A status write is recorded with subresource status, as Kubernetes
 	// does; a scale as the change of the parent's replicas it is.
 	switch ref.sub {
 	case "", "scale":
-		return s.fields.Update(managerOf(r), "", live, n)
+		return s.fields.Record(managerOf(r), "", live, n)
 	case "status":
-		return s.fields.Update(managerOf(r), "status", live, n)
+		return s.fields.Record(managerOf(r), "status", live, n)
 	}
 	return n
 }

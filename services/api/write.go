@@ -61,7 +61,7 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request, ref *resourceRe
 func (s *Service) insert(w http.ResponseWriter, r *http.Request, ref *resourceRef, o *object.Object, opts writeOpts) *apiError {
 	dry := opts.dry
 	if !opts.applied {
-		o = s.trackUpdate(r, ref, &object.Object{APIVersion: o.APIVersion, Kind: o.Kind}, o)
+		o = s.trackUpdate(r, ref, nil, o)
 	}
 	if o.Metadata.Name == "" && o.Metadata.GenerateName == "" {
 		return invalidField(ref, "", "metadata.name", "required", "metadata.name or metadata.generateName is required")

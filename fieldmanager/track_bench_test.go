@@ -1,0 +1,54 @@
+package fieldmanager_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/homeostat/homeostat/object"
+)
+
+// BenchmarkTrackCreate: a controller's creates of pods, ten for each of
+// owners never seen before, each owner's pods labelled for it, as
+// ReplicaSets make them.
+func BenchmarkTrackCreate(b *testing.B) {
+	m := managers(&testing.T{})
+	pods := make([][]byte, 20000)
+	for i := range pods {
+		pods[i] = []byte(fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-%[1]d-x","namespace":"default",
+ "labels":{"app":"web-%[1]d","pod-template-hash":"h%[1]d"},
+ "ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-%[1]d","uid":"8d3c7a52-%[1]d","controller":true,"blockOwnerDeletion":true}]},
+ "spec":{"containers":[{"name":"web","image":"nginx:1.27","command":["sleep","60"],"ports":[{"containerPort":80,"protocol":"TCP"}],"resources":{"requests":{"cpu":"100m","memory":"64Mi"}}}],
+ "restartPolicy":"Always","terminationGracePeriodSeconds":30}}`, i/10))
+	}
+	objs := make([]*object.Object, len(pods))
+	for i, p := range pods {
+		o, err := object.Decode(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		objs[i] = o
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		m.Track("homeostat-controllers", "", nil, objs[i%len(objs)])
+	}
+}
+
+// BenchmarkTrackRenew: a node's Lease renewed, its time moved.
+func BenchmarkTrackRenew(b *testing.B) {
+	m := managers(&testing.T{})
+	live, err := object.Decode([]byte(`{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"n1","namespace":"kube-node-lease"},
+ "spec":{"holderIdentity":"n1","leaseDurationSeconds":40,"renewTime":"2026-01-01T00:00:00.000000Z"}}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	live = m.Track("homeostat-nodeagent", "", nil, live)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		next := live.Clone()
+		next.Spec = []byte(fmt.Sprintf(`{"holderIdentity":"n1","leaseDurationSeconds":40,"renewTime":"2026-01-01T00:%02d:%02d.%06dZ"}`, i/60%60, i%60, i))
+		m.Track("homeostat-nodeagent", "", live, next)
+	}
+}
