@@ -404,6 +404,10 @@ type Stages struct {
 	Submitted time.Duration
 	// Bind is created -> bound and Start bound -> Running, p50 and p99.
 	BindP50, BindP99, StartP50, StartP99 time.Duration
+	// WatchLag is how long after the store took a pod's write the bench's
+	// watch saw it, p50 and p99: the part of the figures above that is
+	// the bench's own looking.
+	WatchLagP50, WatchLagP99 time.Duration
 }
 
 // podWatch records when each pod appears, is bound, and first runs ready.
@@ -412,6 +416,7 @@ type podWatch struct {
 	created map[string]time.Time
 	bound   map[string]time.Time
 	running map[string]time.Time
+	lags    []time.Duration // of every write seen
 	last    time.Time
 	changed chan struct{}
 }
@@ -439,6 +444,7 @@ func watchPods(ctx context.Context, conn *bus.Conn) (*podWatch, error) {
 			now := time.Now()
 			uid := p.Metadata.UID
 			w.mu.Lock()
+			w.lags = append(w.lags, now.Sub(ev.Time))
 			if _, ok := w.created[uid]; !ok {
 				w.created[uid] = now
 			}
@@ -526,7 +532,11 @@ func profile(path string) (stop func(), err error) {
 func (w *podWatch) stages(start time.Time) Stages {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return stagesOf(start, w.created, w.bound, w.running)
+	st := stagesOf(start, w.created, w.bound, w.running)
+	if len(w.lags) > 0 {
+		st.WatchLagP50, st.WatchLagP99 = percentiles(w.lags)
+	}
+	return st
 }
 
 // stagesOf is the stages of the pods that run, by uid. A pod whose bind

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -34,6 +35,9 @@ type Event struct {
 	Key      string
 	Object   *object.Object // for Deleted, the object's last state when known
 	Revision uint64
+	// Time is when the store took the write (zero for a Synced or Error
+	// event).
+	Time time.Time
 	// Trace is the trace context of the write.
 	Trace trace.SpanContext
 	Err   error
@@ -232,7 +236,7 @@ func (s *Store) toEvent(m rawMsg, live bool) Event {
 // A bare fence deletes nothing a watcher has seen: it carries no value,
 // so that clients pass over it.
 func (s *Store) rawEvent(m rawMsg, live bool) Event {
-	ev := Event{Key: m.subject[len(s.subjPrefix):], Revision: m.seq, Trace: extractSpan(m.header)}
+	ev := Event{Key: m.subject[len(s.subjPrefix):], Revision: m.seq, Time: m.time, Trace: extractSpan(m.header)}
 	switch {
 	case !isTombstone(m.header):
 		ev.Type, ev.Raw = eventType(m, live), m.data

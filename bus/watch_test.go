@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/bus/bustest"
@@ -105,5 +106,54 @@ func TestWatchRaw(t *testing.T) {
 	}
 	for _, c := range []<-chan bus.Event{ch, resumed} {
 		check(c, bus.Deleted, rv(t, gone), `{"size":2}`)
+	}
+}
+
+// TestWatchEventsTellWhenStored: every watch's events carry the time the
+// store took the write, between the writer's call and its answer: a
+// watch from the start, a raw one, and shared ones (which take objects
+// another shared read decoded).
+func TestWatchEventsTellWhenStored(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := newStore(t, bustest.Conn(t))
+	before := time.Now()
+	one, err := s.Create(ctx, widget("default", "one", `{"size":1}`, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := time.Now()
+	watches := map[string]bus.WatchOptions{
+		"from the start": {}, "raw": {Raw: true}, "shared, from the start": {Shared: true},
+		"resumed, shared": {Shared: true, AfterRevision: rv(t, one)},
+	}
+	chans := map[string]<-chan bus.Event{}
+	for name, opts := range watches {
+		ch, err := s.Watch(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chans[name] = ch
+	}
+	for _, name := range []string{"from the start", "raw", "shared, from the start"} {
+		if ev := nextEvent(t, chans[name]); ev.Revision != rv(t, one) || ev.Time.Before(before) || ev.Time.After(created) {
+			t.Fatalf("%s: the create at %d stored at %s, want between %s and %s", name, ev.Revision, ev.Time, before, created)
+		}
+	}
+	for name, ch := range chans {
+		expectSynced(t, name, ch)
+	}
+	up := one.Clone()
+	up.Spec = json.RawMessage(`{"size":2}`)
+	before = time.Now()
+	two, err := s.Update(ctx, up, bus.UpdateOptions{Current: one})
+	if err != nil {
+		t.Fatal(err)
+	}
+	updated := time.Now()
+	for name, ch := range chans {
+		if ev := nextEvent(t, ch); ev.Revision != rv(t, two) || ev.Time.Before(before) || ev.Time.After(updated) {
+			t.Fatalf("%s: the update at %d stored at %s, want between %s and %s", name, ev.Revision, ev.Time, before, updated)
+		}
 	}
 }

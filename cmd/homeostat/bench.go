@@ -126,6 +126,7 @@ func summarize(out io.Writer, rs []*bench.Result) {
 	line("created -> Running p99", " ms", fig(func(r *bench.Result) float64 { return ms(r.P99) }))
 	line("created -> bound p99", " ms", fig(func(r *bench.Result) float64 { return ms(r.Stages.BindP99) }))
 	line("bound -> Running p99", " ms", fig(func(r *bench.Result) float64 { return ms(r.Stages.StartP99) }))
+	line("bench's watch lag p99", " ms", fig(func(r *bench.Result) float64 { return ms(r.Stages.WatchLagP99) }))
 	line("last pod created after", " ms", fig(func(r *bench.Result) float64 { return ms(r.Stages.LastCreated) }))
 	line("last pod bound after", " ms", fig(func(r *bench.Result) float64 { return ms(r.Stages.LastBound) }))
 	line("store ceiling", " writes/s", fig(func(r *bench.Result) float64 { return r.CeilingWrites }))
@@ -159,6 +160,7 @@ func report(out io.Writer, r *bench.Result) {
 	st := r.Stages
 	fmt.Fprintf(out, "    created -> bound          p50 %s   p99 %s\n", st.BindP50.Round(time.Millisecond), st.BindP99.Round(time.Millisecond))
 	fmt.Fprintf(out, "    bound -> Running          p50 %s   p99 %s\n", st.StartP50.Round(time.Millisecond), st.StartP99.Round(time.Millisecond))
+	fmt.Fprintf(out, "  bench's watch lag           p50 %s   p99 %s (write stored -> seen)\n", st.WatchLagP50.Round(100*time.Microsecond), st.WatchLagP99.Round(100*time.Microsecond))
 	fmt.Fprintf(out, "  last Deployment made after  %s\n", st.Submitted.Round(time.Millisecond))
 	fmt.Fprintf(out, "  first pod created after      %s\n", st.FirstCreated.Round(time.Millisecond))
 	fmt.Fprintf(out, "  last pod created, bound, Running after %s, %s, %s\n", st.LastCreated.Round(time.Millisecond), st.LastBound.Round(time.Millisecond), st.LastRunning.Round(time.Millisecond))
