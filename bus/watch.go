@@ -83,6 +83,12 @@ type WatchOptions struct {
 	// changed only an object's status (what the status subresource would
 	// take): for a reader that acts on the rest alone.
 	SkipStatus bool
+	// SkipCreate leaves out, undecoded, the creates made after Synced
+	// whose stored JSON it reports: for a reader that a new object
+	// concerns only in some states it can tell from a few fields (the
+	// nodes' index, a pod not yet bound). Later changes of such an object
+	// come as Modified.
+	SkipCreate func(value []byte) bool
 	// Raw leaves each change undecoded: events carry the stored JSON in
 	// Raw (without the resourceVersion, which is the Revision) and no
 	// Object, and a value that is not an object is not reported Corrupt.
@@ -121,7 +127,7 @@ func (s *Store) Watch(ctx context.Context, opts WatchOptions) (<-chan Event, err
 	if err := s.checkNotCompacted(ctx, opts.AfterRevision); err != nil {
 		return nil, err
 	}
-	if opts.Shared && opts.AfterRevision > 0 && !opts.SkipStatus && !opts.Raw {
+	if opts.Shared && opts.AfterRevision > 0 && !opts.SkipStatus && opts.SkipCreate == nil && !opts.Raw {
 		if f, next := s.joinFanout(opts.AfterRevision); f != nil {
 			return f.watch(ctx, opts, next, last), nil
 		}
@@ -137,6 +143,15 @@ func (s *Store) Watch(ctx context.Context, opts WatchOptions) (<-chan Event, err
 		full := decode
 		decode = func(m rawMsg, live bool) Event {
 			if live && m.header.Get(HeaderOp) == opStatus {
+				return Event{}
+			}
+			return full(m, live)
+		}
+	}
+	if skip := opts.SkipCreate; skip != nil {
+		full := decode
+		decode = func(m rawMsg, live bool) Event {
+			if live && m.header.Get(HeaderOp) == opCreate && !isTombstone(m.header) && skip(m.data) {
 				return Event{}
 			}
 			return full(m, live)

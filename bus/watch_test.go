@@ -1,6 +1,7 @@
 package bus_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"testing"
@@ -154,6 +155,50 @@ func TestWatchEventsTellWhenStored(t *testing.T) {
 	for name, ch := range chans {
 		if ev := nextEvent(t, ch); ev.Revision != rv(t, two) || ev.Time.Before(before) || ev.Time.After(updated) {
 			t.Fatalf("%s: the update at %d stored at %s, want between %s and %s", name, ev.Revision, ev.Time, before, updated)
+		}
+	}
+}
+
+// TestWatchSkipCreate: a watch that skips some creates gets none of them
+// after Synced, every other create, and the later changes of a skipped
+// object; before Synced, the current state is sent whole.
+func TestWatchSkipCreate(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := newStore(t, bustest.Conn(t))
+	early, err := s.Create(ctx, widget("default", "early", `{"size":0}`, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := func(value []byte) bool { return bytes.Contains(value, []byte(`"size":0`)) }
+	ch, err := s.Watch(ctx, bus.WatchOptions{SkipCreate: small})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := nextEvent(t, ch); ev.Type != bus.Added || ev.Revision != rv(t, early) {
+		t.Fatalf("the current state: %s@%d, want the skipped shape's object Added@%d", ev.Type, ev.Revision, rv(t, early))
+	}
+	expectSynced(t, "the watch", ch)
+	skipped, err := s.Create(ctx, widget("default", "skipped", `{"size":0}`, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := s.Create(ctx, widget("default", "kept", `{"size":1}`, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := skipped.Clone()
+	up.Spec = json.RawMessage(`{"size":0,"color":"red"}`)
+	changed, err := s.Update(ctx, up, bus.UpdateOptions{Current: skipped})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []struct {
+		typ bus.EventType
+		o   *object.Object
+	}{{bus.Added, kept}, {bus.Modified, changed}} {
+		if ev := nextEvent(t, ch); ev.Type != want.typ || ev.Revision != rv(t, want.o) || ev.Object == nil || ev.Object.Metadata.Name != want.o.Metadata.Name {
+			t.Fatalf("got %s@%d %v, want %s@%d of %s", ev.Type, ev.Revision, ev.Object, want.typ, rv(t, want.o), want.o.Metadata.Name)
 		}
 	}
 }

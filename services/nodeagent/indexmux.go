@@ -5,6 +5,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/clock"
 	"github.com/homeostat/homeostat/kinds"
@@ -63,7 +66,7 @@ func newSharedIndex() *sharedIndex {
 // end.
 func (x *sharedIndex) run(ctx context.Context, pods *bus.Store) {
 	for ctx.Err() == nil {
-		ch, err := pods.Watch(ctx, bus.WatchOptions{Shared: true, SkipStatus: true, Buffer: 4096})
+		ch, err := pods.Watch(ctx, bus.WatchOptions{Shared: true, SkipStatus: true, SkipCreate: unbound, Buffer: 4096})
 		if err == nil {
 			bound := map[string]boundPod{}
 			for ev := range ch {
@@ -75,6 +78,19 @@ func (x *sharedIndex) run(ctx context.Context, pods *bus.Store) {
 		x.reset()
 		clock.Sleep(ctx, 100*time.Millisecond)
 	}
+}
+
+// unbound reports a stored pod no node runs yet, read from its JSON alone:
+// its create concerns no node, and reading one field costs a fraction of
+// decoding the pod (in 1,000 small Deployments, half the changes a host
+// decoded were such creates).
+func unbound(value []byte) bool {
+	var p struct {
+		Spec struct {
+			NodeName string `json:"nodeName"`
+		} `json:"spec"`
+	}
+	return json.Unmarshal(value, &p, jsontext.AllowDuplicateNames(true)) == nil && p.Spec.NodeName == ""
 }
 
 // derive routes a pod's change to the nodes it concerns; bound holds the

@@ -167,3 +167,25 @@ func TestSharedIndexForgetsEndedWatches(t *testing.T) {
 		t.Fatalf("%d watches hold the node's context, want the 1 still open", ctx.live)
 	}
 }
+
+// TestUnbound: a pod's create is left out of the nodes' index only when
+// its JSON says, alone, that no node runs it.
+func TestUnbound(t *testing.T) {
+	for _, tc := range []struct {
+		name, value string
+		want        bool
+	}{
+		{"no node", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c"}]}}`, true},
+		{"an empty node", `{"spec":{"nodeName":""}}`, true},
+		{"bound", `{"metadata":{"name":"p"},"spec":{"containers":[{"name":"c"}],"nodeName":"n1"}}`, false},
+		{"bound, named twice", `{"spec":{"nodeName":"","nodeName":"n1"}}`, false},
+		{"a node elsewhere than the spec", `{"metadata":{"nodeName":"n1"},"status":{"nodeName":"n1"},"spec":{}}`, true},
+		{"not JSON", `{"spec":`, false},
+		{"null, which the index passes over either way", `null`, true},
+		{"a spec of another form", `{"spec":[]}`, false},
+	} {
+		if got := unbound([]byte(tc.value)); got != tc.want {
+			t.Errorf("%s: unbound %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
