@@ -68,8 +68,11 @@ func writeShape(h hash.Hash, l, n any, hasL, hasN bool) bool {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			h.Write([]byte(k))
-			h.Write([]byte{0})
+			name, err := json.Marshal(k) // quoted: no name runs into the next
+			if err != nil {
+				return false
+			}
+			h.Write(name)
 			lv, inL := lm[k]
 			nv, inN := nm[k]
 			if !writeShape(h, lv, nv, inL, inN) {

@@ -424,7 +424,7 @@ func TestShapes(t *testing.T) {
 		{"lists that differ", `{"c":[{"k":"a"}]}`, `{"c":[{"k":"b"}]}`, `{"c":[{"k":"a"}]}`, `{"c":[{"k":"c"}]}`, false},
 		{"an object or a scalar", `{"o":{"a":1}}`, `{"o":{"a":2}}`, `{"o":{"a":1}}`, `{"o":3}`, false},
 		{"added whole or in part", ``, `{"a":"x"}`, `{}`, `{"a":"x"}`, false},
-		{"a name with a zero byte", `{"a\u0000":"x"}`, `{"a\u0000":"y"}`, `{"a":"x"}`, `{"a":"y"}`, false},
+		{"names that run into each other", `{"a":1,"b":2,"z":"x"}`, `{"a":1,"b":2,"z":"y"}`, `{"a\u0000=b":1,"z":"x"}`, `{"a\u0000=b":1,"z":"y"}`, false},
 	} {
 		if got := shape(tc.l1, tc.n1) == shape(tc.l2, tc.n2); got != tc.same {
 			t.Errorf("%s: same shape %v, want %v", tc.name, got, tc.same)
