@@ -53,6 +53,11 @@ func (m *Managers) Record(manager, subresource string, live, next *object.Object
 // each is written as it is in JSON (owner) and no other field holds a
 // stand-in (newCreate). The time is a stand-in too.
 func (m *Managers) created(manager string, next *object.Object) *object.Object {
+	// The field managers of the documents as they are now: answers of
+	// earlier ones are forgotten when they change.
+	if _, err := m.forKind(next.APIVersion, next.Kind, ""); err != nil {
+		return next
+	}
 	c, ok := newCreate(manager, next)
 	if !ok {
 		return m.Update(manager, "", nil, next)
