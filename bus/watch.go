@@ -127,7 +127,7 @@ func (s *Store) Watch(ctx context.Context, opts WatchOptions) (<-chan Event, err
 	if err := s.checkNotCompacted(ctx, opts.AfterRevision); err != nil {
 		return nil, err
 	}
-	if opts.Shared && opts.AfterRevision > 0 && !opts.SkipStatus && opts.SkipCreate == nil && !opts.Raw {
+	if opts.Shared && opts.AfterRevision > 0 && !opts.skipsAny() && !opts.Raw {
 		if f, next := s.joinFanout(opts.AfterRevision); f != nil {
 			return f.watch(ctx, opts, next, last), nil
 		}
@@ -139,25 +139,29 @@ func (s *Store) Watch(ctx context.Context, opts WatchOptions) (<-chan Event, err
 	case opts.Shared:
 		decode = s.sharedEvent
 	}
-	if opts.SkipStatus {
+	if opts.skipsAny() {
 		full := decode
 		decode = func(m rawMsg, live bool) Event {
-			if live && m.header.Get(HeaderOp) == opStatus {
-				return Event{}
-			}
-			return full(m, live)
-		}
-	}
-	if skip := opts.SkipCreate; skip != nil {
-		full := decode
-		decode = func(m rawMsg, live bool) Event {
-			if live && m.header.Get(HeaderOp) == opCreate && !isTombstone(m.header) && skip(m.data) {
+			if live && opts.skips(m) {
 				return Event{}
 			}
 			return full(m, live)
 		}
 	}
 	return s.conn.watch(ctx, s.watchSpec(opts), opts.Buffer, opts.AfterRevision == 0, decode), nil
+}
+
+func (opts WatchOptions) skipsAny() bool { return opts.SkipStatus || opts.SkipCreate != nil }
+
+// skips reports a change made after Synced that opts leaves out undecoded.
+func (opts WatchOptions) skips(m rawMsg) bool {
+	switch m.header.Get(HeaderOp) {
+	case opStatus:
+		return opts.SkipStatus
+	case opCreate:
+		return opts.SkipCreate != nil && !isTombstone(m.header) && opts.SkipCreate(m.data)
+	}
+	return false
 }
 
 // watchSpec is the read of a watch after opts.AfterRevision (from the
