@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -92,6 +93,42 @@ func TestSurgeTo(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := surgeTo(tc.replicas, tc.surge, tc.newNow, tc.has, tc.old); got != tc.want {
 				t.Fatalf("surgeTo(%d, %d, %d, ...) = %d, want %d", tc.replicas, tc.surge, tc.newNow, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestScaleDownOld(t *testing.T) {
+	rs := func(spec, available int32) *rsView {
+		return &rsView{spec: kinds.ReplicaSetSpec{Replicas: &spec}, status: kinds.ReplicaSetStatus{AvailableReplicas: available}}
+	}
+	// Five replicas, one may be unavailable: at least four available.
+	const minAvailable = 4
+	for _, tc := range []struct {
+		name  string
+		newRS *rsView
+		old   []*rsView
+		want  []int32
+	}{
+		{"a rollout's first step: one old pod goes", rs(2, 0), []*rsView{rs(5, 5)}, []int32{4}},
+		// The old one was told to go to 4 and its status does not show it
+		// yet: still only four available, none more may go.
+		{"pods an old one was told to shed are not available", rs(3, 0), []*rsView{rs(4, 5)}, []int32{4}},
+		{"one new pod available: one more old one goes", rs(3, 1), []*rsView{rs(4, 5)}, []int32{3}},
+		{"old pods not available go first, within the bound", rs(2, 0), []*rsView{rs(5, 3)}, []int32{4}},
+		{"old pods not available go even when none is", rs(2, 0), []*rsView{rs(5, 0)}, []int32{4}},
+		{"oldest first", rs(2, 2), []*rsView{rs(2, 2), rs(2, 2)}, []int32{0, 2}},
+		{"the new ones all available: the old ones go", rs(5, 5), []*rsView{rs(1, 1)}, []int32{0}},
+		{"new pods not yet available hold the old ones", rs(5, 1), []*rsView{rs(3, 3)}, []int32{3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			total := tc.newRS.replicas()
+			for _, r := range tc.old {
+				total += r.replicas()
+			}
+			got := scaleDownOld(minAvailable, total, tc.newRS, tc.old)
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("scaleDownOld = %v, want %v", got, tc.want)
 			}
 		})
 	}

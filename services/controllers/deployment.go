@@ -339,6 +339,7 @@ func (c *deployments) rollingUpdate(ctx context.Context, s *deploymentState) err
 		if err := c.scale(ctx, s.obj, s.newRS, s.replicas); err != nil {
 			return err
 		}
+		total -= n - s.replicas
 	case n < s.replicas:
 		up := surgeTo(s.replicas, s.surge, n, s.newRS.mayHave(), s.old)
 		if err := c.scale(ctx, s.obj, s.newRS, up); err != nil {
@@ -346,45 +347,57 @@ func (c *deployments) rollingUpdate(ctx context.Context, s *deploymentState) err
 		}
 		total += up - n
 	}
-	// Scale down old ones, never below minAvailable available pods.
-	minAvailable := s.replicas - s.unavail
-	newUnavailable := max(0, s.newRS.replicas()-s.newRS.status.AvailableReplicas)
-	maxDown := total - minAvailable - newUnavailable
-	// First the old pods that are not available anyway.
-	for _, r := range s.old {
-		if maxDown <= 0 {
-			break
-		}
-		unhealthy := r.replicas() - r.status.AvailableReplicas
-		if unhealthy <= 0 {
-			continue
-		}
-		cut := min(unhealthy, maxDown)
-		if err := c.scale(ctx, s.obj, r, r.replicas()-cut); err != nil {
+	for i, n := range scaleDownOld(s.replicas-s.unavail, total, s.newRS, s.old) {
+		if err := c.scale(ctx, s.obj, s.old[i], n); err != nil {
 			return err
 		}
-		maxDown -= cut
-	}
-	available := s.newRS.status.AvailableReplicas
-	for _, r := range s.old {
-		available += r.status.AvailableReplicas
-	}
-	down := available - minAvailable
-	for _, r := range s.old {
-		if down <= 0 {
-			break
-		}
-		cut := min(r.replicas(), down)
-		if cut <= 0 {
-			continue
-		}
-		if err := c.scale(ctx, s.obj, r, r.replicas()-cut); err != nil {
-			return err
-		}
-		down -= cut
 	}
 	return nil
 }
+
+// scaleDownOld decides the size of each old ReplicaSet (oldest first) in
+// a rolling update whose ReplicaSets' specs add up to total, as
+// Kubernetes does: first the old pods not available, as many as leave
+// minAvailable by the specs, then available ones down to minAvailable
+// available. An old ReplicaSet's available pods count at most its spec:
+// those it was told to shed are going, though its status may not say so
+// yet, and counting them would let each reconcile before it does cut one
+// more.
+func scaleDownOld(minAvailable, total int32, newRS *rsView, old []*rsView) []int32 {
+	out := make([]int32, len(old))
+	for i, r := range old {
+		out[i] = r.replicas()
+	}
+	maxDown := total - minAvailable - max(0, newRS.replicas()-newRS.status.AvailableReplicas)
+	for i, r := range old {
+		if maxDown <= 0 {
+			break
+		}
+		cut := min(r.replicas()-availableOf(r), maxDown)
+		if cut > 0 {
+			out[i] -= cut
+			maxDown -= cut
+		}
+	}
+	available := newRS.status.AvailableReplicas
+	for i, r := range old {
+		available += min(availableOf(r), out[i])
+	}
+	down := available - minAvailable
+	for i := range old {
+		if down <= 0 {
+			break
+		}
+		cut := min(out[i], down)
+		out[i] -= cut
+		down -= cut
+	}
+	return out
+}
+
+// availableOf is how many of a ReplicaSet's pods are available, at most
+// its spec.
+func availableOf(r *rsView) int32 { return max(0, min(r.status.AvailableReplicas, r.replicas())) }
 
 // scalePaused follows spec.replicas while paused: a paused Deployment does
 // not roll out, but it still scales. With one active ReplicaSet it takes the

@@ -101,6 +101,44 @@ func TestDeploymentRollingUpdateAndRollback(t *testing.T) {
 	})
 }
 
+// A rolling update whose new pods never become ready takes one old pod
+// away (maxUnavailable of 5 at 25%) and no more: each write to the old
+// ReplicaSet brings the Deployment back before the old one's status shows
+// the pod gone, and that status must not let it take another.
+func TestDeploymentRollingUpdateKeepsMinAvailable(t *testing.T) {
+	e := newEnv(t)
+	e.controllers()
+	stop := e.runPods("app=web")
+	e.apply(deployment("web", 5, "{type: RollingUpdate}", "100"))
+	poll.Until(t, "first rollout", 15*time.Second, rolledOut(e, "web", 5))
+	stop()
+
+	e.apply(deployment("web", 5, "{type: RollingUpdate}", "200"))
+	// Settled: each ReplicaSet's status counts the pods its spec asks
+	// for, and the new one has grown to at least 3 (the surge lets it).
+	var sizes map[string]string
+	poll.Until(t, "the rollout to stall on new pods that are not ready", 15*time.Second, func() bool {
+		sizes = replicaSets(e, "web")
+		old := e.list("rs", "app=web")
+		for _, rs := range old {
+			var spec kinds.ReplicaSetSpec
+			var st kinds.ReplicaSetStatus
+			_ = rs.DecodeSpec(&spec)
+			_ = rs.DecodeStatus(&st)
+			if st.ObservedGeneration != rs.Metadata.Generation || st.Replicas != kinds.Int32(spec.Replicas, 0) {
+				return false
+			}
+		}
+		return len(sizes) == 2 && !strings.HasSuffix(sizes["2"], "=1") && !strings.HasSuffix(sizes["2"], "=2")
+	})
+	if !strings.HasSuffix(sizes["1"], "=4") || !strings.HasSuffix(sizes["2"], "=3") {
+		t.Fatalf("with no new pod ready, the ReplicaSets are %v, not the old one at 4 (5 less 1 unavailable) and the new at 3 (7 less 4)", sizes)
+	}
+	stop = e.runPods("app=web")
+	defer stop()
+	poll.Until(t, "the rollout once the new pods are ready", 15*time.Second, rolledOut(e, "web", 5))
+}
+
 func TestDeploymentRecreate(t *testing.T) {
 	e := newEnv(t)
 	e.controllers()
