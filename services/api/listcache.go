@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,8 +18,8 @@ import (
 // listCaches answer lists from memory, as the Kubernetes API server
 // answers consistent lists from its watch cache. The first list of every
 // object of a built-in kind (one without a limit) starts an informer of
-// it, kept until the API stops; a limited list uses one that runs but
-// starts none, since a page of a large namespace reads only its own
+// it, kept while lists use it (see below); a limited list uses one that
+// runs but starts none, since a page of a large namespace reads only its own
 // values (bus.Store.List), and so a restart's paged reads do not add a
 // reader of every object while the controllers' caches fill. Once
 // that has synced, a list takes the stream's last revision from its
@@ -42,14 +43,31 @@ import (
 // buckets go with their definitions, kinds served in another shape, and
 // kinds whose objects expire (Events: the store drops them without a
 // message a watch would see) are read from the store.
+//
+// Decision: a cache that answers nothing for idle (Config.ListCacheIdle,
+// 10 minutes by default) is stopped and dropped, and the next list of its
+// kind starts it again (that list and the next few read the store while it
+// syncs). Kubernetes keeps its watch caches for good; here a kind listed
+// once, say by a dashboard gone since, would otherwise hold every object
+// of its kind in the API's memory and decode every change of it until the
+// API stops.
 type listCaches struct {
-	log *slog.Logger
+	log  *slog.Logger
+	idle time.Duration
 
 	mu    sync.Mutex
-	byRes map[*bus.Store]*reconcile.Informer
-	// starts hands new informers to run, which runs them until the API
-	// stops.
-	starts chan *reconcile.Informer
+	byRes map[*bus.Store]*listCache
+	// starts hands new caches to run, which runs each until it is dropped
+	// or the API stops.
+	starts chan *listCache
+}
+
+// listCache is one kind's cache and when it last answered.
+type listCache struct {
+	inf  *reconcile.Informer
+	used atomic.Int64 // unix nanoseconds
+	// stop ends its informer; set by run under listCaches.mu, nil until then.
+	stop context.CancelFunc
 }
 
 // listsServed counts lists by where they were answered from.
@@ -58,7 +76,18 @@ var listsServed = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Lists answered, by resource and source: cache (the API's memory, caught up with the store) or store.",
 }, []string{"resource", "source"})
 
-func init() { prometheus.MustRegister(listsServed) }
+// listCachesHeld counts the kinds whose objects the API's list caches
+// hold, in every API of the process.
+var listCachesHeld = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "homeostat_api_list_caches",
+	Help: "Kinds whose objects the API holds in memory to answer lists; a cache idle for the API's ListCacheIdle is dropped.",
+})
+
+func init() { prometheus.MustRegister(listsServed, listCachesHeld) }
+
+// DefaultListCacheIdle is how long a list cache is kept with nothing to
+// answer.
+const DefaultListCacheIdle = 10 * time.Minute
 
 const (
 	// cacheWait bounds how long a list waits for its kind's informer to
@@ -69,22 +98,52 @@ const (
 	catchUpMost = 256
 )
 
-func newListCaches(log *slog.Logger) *listCaches {
-	return &listCaches{log: log, byRes: map[*bus.Store]*reconcile.Informer{}, starts: make(chan *reconcile.Informer, 16)}
+func newListCaches(log *slog.Logger, idle time.Duration) *listCaches {
+	if idle <= 0 {
+		idle = DefaultListCacheIdle
+	}
+	return &listCaches{log: log, idle: idle, byRes: map[*bus.Store]*listCache{}, starts: make(chan *listCache, 16)}
 }
 
-// run runs the caches' informers until ctx ends.
+// run runs the caches' informers until ctx ends, and drops those idle.
 func (c *listCaches) run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	tick := time.NewTicker(max(c.idle/4, 10*time.Millisecond))
+	defer tick.Stop()
+	defer c.dropIdle(time.Time{}) // every one: the API stops
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case inf := <-c.starts:
+		case lc := <-c.starts:
+			ictx, stop := context.WithCancel(ctx)
+			c.mu.Lock()
+			lc.stop = stop
+			c.mu.Unlock()
 			wg.Add(1)
-			go func() { defer wg.Done(); inf.Run(ctx) }()
+			go func() { defer wg.Done(); lc.inf.Run(ictx) }()
+		case now := <-tick.C:
+			c.dropIdle(now.Add(-c.idle))
 		}
+	}
+}
+
+// dropIdle stops and forgets the running caches last used before since
+// (every one when since is zero). A list that took one just before still
+// proves its answer against the store (bus.Store.CatchUp).
+func (c *listCaches) dropIdle(since time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for st, lc := range c.byRes {
+		if !since.IsZero() && (lc.stop == nil || lc.used.Load() >= since.UnixNano()) {
+			continue
+		}
+		if lc.stop != nil {
+			lc.stop()
+		}
+		delete(c.byRes, st)
+		listCachesHeld.Dec()
 	}
 }
 
@@ -130,17 +189,23 @@ func (c *listCaches) cached(res *schemas.Resource, st *bus.Store, key string) (*
 }
 
 // informer is the cache of st, started when start is set and it has
-// none; nil when it has none yet.
+// none; nil when it has none yet. Either way it counts as used now.
 func (c *listCaches) informer(res *schemas.Resource, st *bus.Store, start bool) *reconcile.Informer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if inf, ok := c.byRes[st]; ok || !start {
-		return inf
+	if lc, ok := c.byRes[st]; ok {
+		lc.used.Store(time.Now().UnixNano())
+		return lc.inf
 	}
-	inf := reconcile.NewInformer(reconcile.KindOf(res), st, c.log)
+	if !start {
+		return nil
+	}
+	lc := &listCache{inf: reconcile.NewInformer(reconcile.KindOf(res), st, c.log)}
+	lc.used.Store(time.Now().UnixNano())
 	select {
-	case c.starts <- inf:
-		c.byRes[st] = inf
+	case c.starts <- lc:
+		c.byRes[st] = lc
+		listCachesHeld.Inc()
 	default: // run is behind, or not running: try again next list
 	}
 	return nil

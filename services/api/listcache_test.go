@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/services/api"
 	"github.com/homeostat/homeostat/testenv/poll"
 )
 
@@ -177,4 +178,53 @@ func TestListsFromMemoryHoldEveryAcknowledgedWrite(t *testing.T) {
 	if n := listsFrom(t, "events", "cache"); n != 0 || listsFrom(t, "events", "store") < 3 {
 		t.Fatalf("lists of events answered from memory: %d", n)
 	}
+}
+
+// gauge reads a gauge of the API's metrics (in this process).
+func gauge(t *testing.T, name string) float64 {
+	t.Helper()
+	families, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no gauge %s", name)
+	return 0
+}
+
+// listed lists url and fails unless it answers with the ConfigMap a.
+func listed(t *testing.T, url string) {
+	t.Helper()
+	r := call(t, "GET", url, "", "")
+	mustCode(t, r, http.StatusOK, "")
+	var l corev1.ConfigMapList
+	if err := json.Unmarshal(r.body, &l); err != nil || len(l.Items) != 1 || l.Items[0].Name != "a" {
+		t.Fatalf("list: %v %s", err, r.body)
+	}
+}
+
+// TestIdleListCachesAreDropped: a kind's list cache that answers nothing
+// for the API's ListCacheIdle is dropped; the next list of the kind reads
+// the store and starts it again, and lists come from memory once more.
+func TestIdleListCachesAreDropped(t *testing.T) {
+	base := startAPI(t, conn(t), func(c *api.Config) { c.ListCacheIdle = 200 * time.Millisecond })
+	cms := base + "/api/v1/namespaces/default/configmaps"
+	mustCode(t, call(t, "POST", cms, "application/json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}`), http.StatusCreated, "")
+	fromMemory := func() bool {
+		before := listsFrom(t, "configmaps", "cache")
+		listed(t, cms)
+		return listsFrom(t, "configmaps", "cache") > before
+	}
+	poll.Until(t, "a list answered from memory", 20*time.Second, fromMemory)
+	poll.Until(t, "every idle cache dropped", 20*time.Second, func() bool { return gauge(t, "homeostat_api_list_caches") == 0 })
+	fromStore := listsFrom(t, "configmaps", "store")
+	listed(t, cms)
+	if listsFrom(t, "configmaps", "store") != fromStore+1 {
+		t.Fatal("the first list after its cache was dropped was not read from the store")
+	}
+	poll.Until(t, "lists answered from memory again", 20*time.Second, fromMemory)
 }

@@ -79,6 +79,10 @@ type Config struct {
 	// EventTTL is how long an Event lives after its last change
 	// (schemas.EventTTL when zero).
 	EventTTL time.Duration
+	// ListCacheIdle is how long the objects of a kind are kept in memory
+	// to answer lists once no list or lookup uses them
+	// (DefaultListCacheIdle when zero).
+	ListCacheIdle time.Duration
 }
 
 // AuditConfig configures the audit log.
@@ -156,7 +160,7 @@ func New(cfg Config) (*Service, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	s.lists = newListCaches(s.log)
+	s.lists = newListCaches(s.log, cfg.ListCacheIdle)
 	if s.reg == nil {
 		reg, err := schemas.New()
 		if err != nil {
