@@ -314,3 +314,20 @@ func (s *Store) fetchUnread(ctx context.Context, filter string, read map[string]
 func (s *Store) LastRevision(ctx context.Context) (uint64, error) {
 	return s.conn.lastSeq(ctx, s.stream())
 }
+
+// Reaches reports whether a read of the whole bucket that has read every
+// message up to read holds every change up to upTo: whether no message
+// after read and at most upTo is left, as the stream's leader knows it. A
+// watch's Synced comes when its consumer counts nothing pending, a count
+// that can run short of a message (see snapshot); this is how a reader
+// checks before it takes Synced to mean upTo.
+func (s *Store) Reaches(ctx context.Context, read, upTo uint64) (bool, error) {
+	if read >= upTo {
+		return true, nil
+	}
+	next, err := s.conn.nextAfter(ctx, s.stream(), s.filter("", ""), read)
+	if err != nil {
+		return false, err
+	}
+	return next == 0 || next > upTo, nil
+}

@@ -741,6 +741,56 @@ func TestCatchUpBringsACopyToThePresent(t *testing.T) {
 	}
 }
 
+// TestReaches: a read that has read up to a revision holds every change
+// up to another unless a message between the two is still stored; one
+// replaced by a later write, or removed by a delete, is not left to read.
+func TestReaches(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, bustest.Conn(t))
+	rev := func(o *object.Object, err error) uint64 {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rv(t, o)
+	}
+	a := widget("ns", "a", `{"v":0}`, nil)
+	r1 := rev(s.Create(ctx, a))
+	r2 := rev(s.Create(ctx, widget("ns", "b", `{}`, nil)))
+	r3 := rev(s.Create(ctx, widget("ns", "c", `{}`, nil)))
+	cur, err := s.Get(ctx, "ns.a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := cur.Clone()
+	next.Spec = []byte(`{"v":1}`)
+	r4 := rev(s.Update(ctx, next, bus.UpdateOptions{Current: cur})) // replaces r1
+	if _, _, err := s.Delete(ctx, "ns.b", bus.DeleteOptions{}); err != nil { // replaces r2
+		t.Fatal(err)
+	}
+	r5, err := s.LastRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		read, upTo uint64
+		want       bool
+	}{
+		{r5, r5, true},
+		{r3, r2, true},
+		{0, r3, false}, // c's create is still stored
+		{r1, r2, true}, // a's create and b's are replaced
+		{r3, r5, false},
+		{r4, r5, false}, // b's delete
+		{r5, r5 + 10, true},
+	} {
+		got, err := s.Reaches(ctx, tc.read, tc.upTo)
+		if err != nil || got != tc.want {
+			t.Errorf("Reaches(%d, %d) = %v, %v; want %v", tc.read, tc.upTo, got, err, tc.want)
+		}
+	}
+}
+
 // TestDeleteWithUIDOutlastsWrites: a delete with a uid precondition is not
 // refused because other writes land between its read and its removal (a
 // pod's status written while its agent removes it); only another uid is

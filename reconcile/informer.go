@@ -408,9 +408,10 @@ func (i *Informer) watch(ctx context.Context, after uint64) error {
 				i.dropUnseen(seen, baseline)
 				relist = false
 			}
+			rev := syncedRevision(ev.Revision, baseline, func() (bool, error) { return i.store.Reaches(ctx, ev.Revision, baseline) })
 			i.mu.Lock()
 			i.synced = true
-			i.moveRev(baseline)
+			i.moveRev(rev)
 			i.mu.Unlock()
 			setSynced(i.kind.Kind, true)
 			continue
@@ -427,6 +428,23 @@ func (i *Informer) watch(ctx context.Context, after uint64) error {
 		}
 	}
 	return ctx.Err()
+}
+
+// syncedRevision is the revision an informer holds every change up to
+// once its watch says Synced, having read up to read: the stream's last
+// revision when the watch began (baseline), which it may not have read
+// (its message replaced, or compacted), once the leader confirms that
+// nothing up to it is left to read; else what it read, so that a watch
+// resumed from there reads what the consumer's count of pending messages
+// left out.
+func syncedRevision(read, baseline uint64, reaches func() (bool, error)) uint64 {
+	if read >= baseline {
+		return read
+	}
+	if ok, err := reaches(); ok && err == nil {
+		return baseline
+	}
+	return read
 }
 
 // corruptValue reports a key whose value cannot be read, once per key until
