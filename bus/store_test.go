@@ -764,7 +764,7 @@ func TestReaches(t *testing.T) {
 	}
 	next := cur.Clone()
 	next.Spec = []byte(`{"v":1}`)
-	r4 := rev(s.Update(ctx, next, bus.UpdateOptions{Current: cur})) // replaces r1
+	r4 := rev(s.Update(ctx, next, bus.UpdateOptions{Current: cur}))          // replaces r1
 	if _, _, err := s.Delete(ctx, "ns.b", bus.DeleteOptions{}); err != nil { // replaces r2
 		t.Fatal(err)
 	}

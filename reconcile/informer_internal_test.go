@@ -10,7 +10,10 @@ import (
 // nothing up to it is left; else it claims what it read.
 func TestSyncedRevision(t *testing.T) {
 	leader := func(ok bool, err error) func() (bool, error) { return func() (bool, error) { return ok, err } }
-	unasked := func() (bool, error) { t.Fatal("asked the leader when the read had reached the baseline"); return false, nil }
+	unasked := func() (bool, error) {
+		t.Fatal("asked the leader when the read had reached the baseline")
+		return false, nil
+	}
 	for _, tc := range []struct {
 		name           string
 		read, baseline uint64
