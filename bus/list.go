@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -98,38 +99,73 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (*ListResult, error)
 // paginate is the page of items (by key) that opts and tok ask for: those
 // of the namespace matching the selector, in key order, after the token's
 // key, at most the limit, with the token of the next page and the count
-// of the items after it. revision is what the items reflect; a continued list keeps the
-// first page's. jsonOf, when given, gives each item's JSON.
+// of the items after it. revision is what the items reflect; a continued
+// list keeps the first page's. jsonOf, when given, gives each item's JSON.
 func paginate(items map[string]*object.Object, revision uint64, opts ListOptions, tok continueToken, jsonOf func(string, *object.Object) []byte) *ListResult {
 	out := &ListResult{Revision: revision}
 	if tok.Revision != 0 {
 		out.Revision = tok.Revision
 	}
 	keys := make([]string, 0, len(items))
-	for k := range items {
-		if k > tok.After {
+	for k, o := range items {
+		if k > tok.After && (opts.Namespace == "" || o.Metadata.Namespace == opts.Namespace) && opts.Selector.Matches(o.Metadata.Labels) {
 			keys = append(keys, k)
 		}
 	}
-	sort.Strings(keys)
+	if opts.Limit > 0 && len(keys) > opts.Limit {
+		out.Remaining = int64(len(keys) - opts.Limit)
+		keys = smallestSorted(keys, opts.Limit)
+	} else {
+		slices.Sort(keys)
+	}
 	for _, k := range keys {
 		o := items[k]
-		if opts.Namespace != "" && o.Metadata.Namespace != opts.Namespace || !opts.Selector.Matches(o.Metadata.Labels) {
-			continue
-		}
-		if opts.Limit > 0 && len(out.Items) == opts.Limit {
-			out.Remaining++
-			continue
-		}
 		out.Items = append(out.Items, o)
 		if jsonOf != nil {
 			out.JSON = append(out.JSON, jsonOf(k, o))
 		}
 	}
 	if out.Remaining > 0 {
-		out.Continue = encodeContinue(continueToken{Revision: out.Revision, After: out.Items[len(out.Items)-1].Key()})
+		out.Continue = encodeContinue(continueToken{Revision: out.Revision, After: keys[len(keys)-1]})
 	}
 	return out
+}
+
+// smallestSorted is the n smallest of keys (distinct, more than n), in
+// order, reordering keys: a page of a large cache sorts its page, not the
+// cache. It keeps the n smallest seen in a heap with the greatest on top,
+// which few of the others enter.
+func smallestSorted(keys []string, n int) []string {
+	h := keys[:n]
+	for i := n/2 - 1; i >= 0; i-- {
+		siftDown(h, i)
+	}
+	for _, k := range keys[n:] {
+		if k < h[0] {
+			h[0] = k
+			siftDown(h, 0)
+		}
+	}
+	slices.Sort(h)
+	return h
+}
+
+// siftDown moves h[i] down the heap h (greatest on top) to its place.
+func siftDown(h []string, i int) {
+	for {
+		c := 2*i + 1
+		if c >= len(h) {
+			return
+		}
+		if c+1 < len(h) && h[c+1] > h[c] {
+			c++
+		}
+		if h[i] >= h[c] {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
 }
 
 // PageOf is a page of objects held in memory, by key (a cache that a

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/homeostat/homeostat/object"
 )
@@ -37,34 +39,55 @@ const (
 // the revision delivers again. Remaining counts the keys after the page,
 // delete markers not yet compacted among them, so it may run a little
 // high, as Kubernetes allows of remainingItemCount.
+//
+// The pages after the first read the keys the first one listed, while
+// the store remembers them (pagedKeys): listing every key of a namespace
+// for each page made paging through N keys read N²/limit names, 100 ms a
+// page at 20,000. So a continued list holds the objects that held a value
+// when its first page was read, as a Kubernetes list continued at its
+// first page's resourceVersion does, less those deleted since; a list
+// continued after the store forgot its keys lists them again, and then
+// also holds objects made since.
 func (s *Store) page(ctx context.Context, filter string, opts ListOptions, tok continueToken) (*ListResult, bool, error) {
-	upTo, err := s.conn.lastSeq(ctx, s.stream())
-	if err != nil {
-		return nil, false, fmt.Errorf("bus: list %s: %w", s.spec.Resource, err)
+	rev := tok.Revision
+	keys := s.pages.get(filter, rev, s.now())
+	if keys == nil {
+		upTo, err := s.conn.lastSeq(ctx, s.stream())
+		if err != nil {
+			return nil, false, fmt.Errorf("bus: list %s: %w", s.spec.Resource, err)
+		}
+		subjects, err := s.conn.subjects(ctx, s.stream(), filter)
+		if err != nil {
+			return nil, false, fmt.Errorf("bus: list %s: %w", s.spec.Resource, err)
+		}
+		if opts.Limit*getCost >= len(subjects) {
+			return nil, false, nil
+		}
+		keys = make([]string, 0, len(subjects))
+		for subject := range subjects {
+			keys = append(keys, subject[len(s.subjPrefix):])
+		}
+		sort.Strings(keys)
+		if rev == 0 {
+			rev = upTo
+		}
+		s.pages.put(filter, rev, keys, s.now())
 	}
-	subjects, err := s.conn.subjects(ctx, s.stream(), filter)
-	if err != nil {
-		return nil, false, fmt.Errorf("bus: list %s: %w", s.spec.Resource, err)
-	}
-	if opts.Limit*getCost >= len(subjects) {
+	total := len(keys)
+	if opts.Limit*getCost >= total {
 		return nil, false, nil
 	}
-	keys := make([]string, 0, len(subjects))
-	for subject := range subjects {
-		if key := subject[len(s.subjPrefix):]; key > tok.After {
-			keys = append(keys, key)
-		}
+	if i, found := slices.BinarySearch(keys, tok.After); found {
+		keys = keys[i+1:]
+	} else {
+		keys = keys[i:]
 	}
-	sort.Strings(keys)
-	out := &ListResult{Revision: upTo}
-	if tok.Revision != 0 {
-		out.Revision = tok.Revision
-	}
+	out := &ListResult{Revision: rev}
 	shared := opts.Shared
 	next, last := 0, -1 // the next key to fetch; the page's last item's
 	for next < len(keys) && len(out.Items) < opts.Limit {
 		// Past this many gets, delete markers make the full read cheaper.
-		if next > len(keys)/getCost {
+		if next > total/getCost {
 			return nil, false, nil
 		}
 		batch := keys[next:min(len(keys), next+max(opts.Limit-len(out.Items), pageGets))]
@@ -97,6 +120,57 @@ func (s *Store) page(ctx context.Context, filter string, opts ListOptions, tok c
 		out.Continue = encodeContinue(continueToken{Revision: out.Revision, After: keys[last]})
 	}
 	return out, true, nil
+}
+
+// pagedKeys remembers the sorted keys that the first pages of recent
+// lists paged from the store found, by filter and the list's revision, for
+// the pages after them: at most pagedListsKept lists, each for
+// pagedListKeep after its first page.
+type pagedKeys struct {
+	mu    sync.Mutex
+	lists []pagedList // oldest first
+}
+
+type pagedList struct {
+	filter string
+	rev    uint64
+	keys   []string
+	at     time.Time
+}
+
+const (
+	pagedListsKept = 4
+	pagedListKeep  = 2 * time.Minute
+)
+
+// get is the keys of the list of filter at rev, nil when none is
+// remembered (or rev is 0: a first page).
+func (p *pagedKeys) get(filter string, rev uint64, now time.Time) []string {
+	if rev == 0 {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range p.lists {
+		if l.filter == filter && l.rev == rev && now.Sub(l.at) < pagedListKeep {
+			return l.keys
+		}
+	}
+	return nil
+}
+
+// put remembers the keys of the list of filter at rev, forgetting the
+// oldest list beyond pagedListsKept and those kept too long.
+func (p *pagedKeys) put(filter string, rev uint64, keys []string, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lists = slices.DeleteFunc(p.lists, func(l pagedList) bool {
+		return now.Sub(l.at) >= pagedListKeep || l.filter == filter && l.rev == rev
+	})
+	if len(p.lists) == pagedListsKept {
+		p.lists = slices.Delete(p.lists, 0, 1)
+	}
+	p.lists = append(p.lists, pagedList{filter: filter, rev: rev, keys: keys, at: now})
 }
 
 // fetchKeys reads the latest message of each key from the stream's

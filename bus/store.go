@@ -58,6 +58,7 @@ type Store struct {
 	subjPrefix string
 	now        func() time.Time
 	shared     *sharedObjects
+	pages      pagedKeys
 
 	fanMu sync.Mutex
 	fan   *fanout // serves shared watches that resume; nil when none runs
