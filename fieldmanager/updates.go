@@ -94,20 +94,66 @@ func (a answer) encoded(before []metav1.ManagedFieldsEntry, paths [][]string) ([
 }
 
 // encodeEntries encodes managed fields as the field manager does, through
-// unstructured objects, so with every object's members sorted.
+// unstructured objects, so with every object's members sorted: each
+// entry's members are written in that order, and its fields as they are,
+// which encoding/json wrote from a map (fieldSet), so sorted too.
+// Decoding and encoding them again, as the field manager does, took a
+// sixth of what an answer from memory cost.
 func encodeEntries(entries []metav1.ManagedFieldsEntry) ([]byte, bool) {
-	b, err := json.Marshal(entries)
-	if err != nil {
-		return nil, false
+	b := make([]byte, 0, 256*len(entries))
+	b = append(b, '[')
+	for i, e := range entries {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		w := memberWriter{b: append(b, '{')}
+		w.str("apiVersion", e.APIVersion)
+		w.str("fieldsType", e.FieldsType)
+		if e.FieldsV1 != nil {
+			if !json.Valid(e.FieldsV1.Raw) {
+				return nil, false
+			}
+			w.raw("fieldsV1", e.FieldsV1.Raw)
+		}
+		w.str("manager", e.Manager)
+		w.str("operation", string(e.Operation))
+		w.str("subresource", e.Subresource)
+		if e.Time != nil {
+			t, err := e.Time.MarshalJSON()
+			if err != nil {
+				return nil, false
+			}
+			w.raw("time", t)
+		}
+		b = append(w.b, '}')
 	}
-	var v []any
-	if json.Unmarshal(b, &v) != nil {
-		return nil, false
+	return append(b, ']'), true
+}
+
+// memberWriter appends an object's members, a comma between each.
+type memberWriter struct {
+	b    []byte
+	some bool
+}
+
+// str appends a string member, none when it is empty (omitempty).
+func (w *memberWriter) str(name, v string) {
+	if v == "" {
+		return
 	}
-	if b, err = json.Marshal(v); err != nil {
-		return nil, false
+	q, _ := json.Marshal(v) // a string always encodes
+	w.raw(name, q)
+}
+
+func (w *memberWriter) raw(name string, v []byte) {
+	if w.some {
+		w.b = append(w.b, ',')
 	}
-	return b, true
+	w.some = true
+	w.b = append(w.b, '"')
+	w.b = append(w.b, name...)
+	w.b = append(w.b, '"', ':')
+	w.b = append(w.b, v...)
 }
 
 // pathsOf are where the fields of the members parts sit.
