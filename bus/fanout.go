@@ -249,8 +249,7 @@ func (w *fanWatch) caughtUp(ctx context.Context, st fanState) bool {
 		return false
 	}
 	w.checked = st.reached
-	next, err := w.f.s.conn.nextAfter(ctx, w.f.s.stream(), w.f.s.filter("", ""), st.reached)
-	if err != nil || (next != 0 && next <= w.target) {
+	if ok, err := w.f.s.Reaches(ctx, st.reached, w.target); !ok || err != nil {
 		return false
 	}
 	w.last = w.target

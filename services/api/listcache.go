@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -57,16 +56,19 @@ type listCaches struct {
 
 	mu    sync.Mutex
 	byRes map[*bus.Store]*listCache
+	// stopped: run has ended, and starts no cache again.
+	stopped bool
 	// starts hands new caches to run, which runs each until it is dropped
 	// or the API stops.
 	starts chan *listCache
 }
 
-// listCache is one kind's cache and when it last answered.
+// listCache is one kind's cache and when it last answered; its fields
+// are guarded by listCaches.mu.
 type listCache struct {
 	inf  *reconcile.Informer
-	used atomic.Int64 // unix nanoseconds
-	// stop ends its informer; set by run under listCaches.mu, nil until then.
+	used time.Time
+	// stop ends its informer; set by run, nil until then.
 	stop context.CancelFunc
 }
 
@@ -111,7 +113,7 @@ func (c *listCaches) run(ctx context.Context) error {
 	defer wg.Wait()
 	tick := time.NewTicker(max(c.idle/4, 10*time.Millisecond))
 	defer tick.Stop()
-	defer c.dropIdle(time.Time{}) // every one: the API stops
+	defer c.stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -129,6 +131,14 @@ func (c *listCaches) run(ctx context.Context) error {
 	}
 }
 
+// stop drops every cache and starts none again: the API stops.
+func (c *listCaches) stop() {
+	c.dropIdle(time.Time{})
+	c.mu.Lock()
+	c.stopped = true
+	c.mu.Unlock()
+}
+
 // dropIdle stops and forgets the running caches last used before since
 // (every one when since is zero). A list that took one just before still
 // proves its answer against the store (bus.Store.CatchUp).
@@ -136,7 +146,7 @@ func (c *listCaches) dropIdle(since time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for st, lc := range c.byRes {
-		if !since.IsZero() && (lc.stop == nil || lc.used.Load() >= since.UnixNano()) {
+		if !since.IsZero() && (lc.stop == nil || !lc.used.Before(since)) {
 			continue
 		}
 		if lc.stop != nil {
@@ -194,14 +204,13 @@ func (c *listCaches) informer(res *schemas.Resource, st *bus.Store, start bool) 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if lc, ok := c.byRes[st]; ok {
-		lc.used.Store(time.Now().UnixNano())
+		lc.used = time.Now()
 		return lc.inf
 	}
-	if !start {
+	if !start || c.stopped {
 		return nil
 	}
-	lc := &listCache{inf: reconcile.NewInformer(reconcile.KindOf(res), st, c.log)}
-	lc.used.Store(time.Now().UnixNano())
+	lc := &listCache{inf: reconcile.NewInformer(reconcile.KindOf(res), st, c.log), used: time.Now()}
 	select {
 	case c.starts <- lc:
 		c.byRes[st] = lc

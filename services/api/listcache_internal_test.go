@@ -42,8 +42,7 @@ func TestDropIdle(t *testing.T) {
 			for _, e := range entries {
 				st := &bus.Store{}
 				names[st] = e.name
-				lc := &listCache{}
-				lc.used.Store(now.Add(-e.usedAgo).UnixNano())
+				lc := &listCache{used: now.Add(-e.usedAgo)}
 				if e.running {
 					_, cancel := context.WithCancel(context.Background())
 					lc.stop = func() { stopped[e.name] = true; cancel() }
@@ -68,5 +67,16 @@ func TestDropIdle(t *testing.T) {
 			}
 			c.dropIdle(time.Time{})
 		})
+	}
+}
+
+// TestStoppedCachesStartNone: once the API's caches are stopped, a list
+// (one still in flight as the API stops) starts none that nothing would
+// run or drop.
+func TestStoppedCachesStartNone(t *testing.T) {
+	c := newListCaches(slog.Default(), 0)
+	c.stop()
+	if inf := c.informer(nil, &bus.Store{}, true); inf != nil || len(c.byRes) != 0 {
+		t.Fatalf("after stop: informer %v, %d caches held", inf, len(c.byRes))
 	}
 }
