@@ -3,8 +3,6 @@ package bus
 import (
 	"context"
 	"sync"
-
-	"github.com/homeostat/homeostat/object"
 )
 
 // Changes collects what the writes made through a context changed,
@@ -84,14 +82,8 @@ func (c *Changes) Summary() []ChangeSummary {
 }
 
 // noteWrite adds a write that landed to the changes ctx collects, if any.
-// live is what an update replaced (nil for a create or delete).
-func (s *Store) noteWrite(ctx context.Context, verb, key string, live, next *object.Object) {
-	c := changesOf(ctx)
-	if c == nil {
-		return
+func (s *Store) noteWrite(ctx context.Context, verb, key string) {
+	if c := changesOf(ctx); c != nil {
+		c.add(verb, s.spec.Resource, key)
 	}
-	if verb == VerbUpdated && object.StatusOnly(live, next) {
-		verb = VerbUpdatedStatus
-	}
-	c.add(verb, s.spec.Resource, key)
 }

@@ -123,7 +123,8 @@ func (s *Store) sharedEvent(m rawMsg, live bool) Event {
 		return s.toEvent(m, live)
 	}
 	if d, ok := s.shared.lookup(key, m.seq); ok {
-		return Event{Type: eventType(m, live), Key: key, Revision: m.seq, Time: m.time, Trace: extractSpan(m.header), Object: d.obj, shared: d}
+		return Event{Type: eventType(m, live), Key: key, Revision: m.seq, Time: m.time, Trace: extractSpan(m.header),
+			StatusBy: statusBy(m, live), Object: d.obj, shared: d}
 	}
 	ev := s.toEvent(m, live)
 	if ev.Type == Added || ev.Type == Modified {

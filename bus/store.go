@@ -28,6 +28,10 @@ const (
 	HeaderOp = "Homeostat-Op"
 	opCreate = "create"
 	opStatus = "status"
+	// headerBy names, on a write of the status alone, the author its
+	// context named (WithAuthor), so that its author can pass over its
+	// own write when it comes back (Event.StatusBy).
+	headerBy = "Homeostat-Status-By"
 	// subresourceStatus names a write of the status alone to a field
 	// tracker, as the status subresource would take it.
 	subresourceStatus = "status"
@@ -250,7 +254,7 @@ func (s *Store) Create(ctx context.Context, o *object.Object) (*object.Object, e
 		return nil, fmt.Errorf("%s %q: %w", s.spec.Resource, key, err)
 	}
 	n.Metadata.ResourceVersion = strconv.FormatUint(rev, 10)
-	s.noteWrite(ctx, VerbCreated, key, nil, n)
+	s.noteWrite(ctx, VerbCreated, key)
 	return n, nil
 }
 
@@ -274,7 +278,7 @@ func (s *Store) createOver(ctx context.Context, n *object.Object, a *Authority) 
 		return nil, err
 	}
 	n.Metadata.ResourceVersion = strconv.FormatUint(rev, 10)
-	s.noteWrite(ctx, VerbCreated, n.Key(), nil, n)
+	s.noteWrite(ctx, VerbCreated, n.Key())
 	return n, nil
 }
 
@@ -358,15 +362,19 @@ func (s *Store) Update(ctx context.Context, o *object.Object, opts UpdateOptions
 		return nil, err
 	}
 	var hdr nats.Header
+	verb := VerbUpdated
 	if sub == subresourceStatus {
-		hdr = nats.Header{HeaderOp: []string{opStatus}}
+		hdr, verb = nats.Header{HeaderOp: []string{opStatus}}, VerbUpdatedStatus
+		if by := authorOf(ctx); by != "" {
+			hdr[headerBy] = []string{by}
+		}
 	}
 	nrev, err := s.publish(ctx, key, data, rev, hdr)
 	if err != nil {
 		return nil, fmt.Errorf("%s %q: %w", s.spec.Resource, key, err)
 	}
 	n.Metadata.ResourceVersion = strconv.FormatUint(nrev, 10)
-	s.noteWrite(ctx, VerbUpdated, key, cur, n)
+	s.noteWrite(ctx, verb, key)
 	return n, nil
 }
 
@@ -406,7 +414,7 @@ func (s *Store) remove(ctx context.Context, o *object.Object, rev uint64) (*obje
 		return nil, fmt.Errorf("%s %q: %w", s.spec.Resource, n.Key(), err)
 	}
 	n.Metadata.ResourceVersion = strconv.FormatUint(nrev, 10)
-	s.noteWrite(ctx, VerbDeleted, n.Key(), nil, n)
+	s.noteWrite(ctx, VerbDeleted, n.Key())
 	return n, nil
 }
 
@@ -520,7 +528,7 @@ func (s *Store) republish(ctx context.Context, n *object.Object, rev uint64) (*o
 		return nil, false, fmt.Errorf("%s %q: %w", s.spec.Resource, n.Key(), err)
 	}
 	n.Metadata.ResourceVersion = strconv.FormatUint(nrev, 10)
-	s.noteWrite(ctx, VerbDeleted, n.Key(), nil, n)
+	s.noteWrite(ctx, VerbDeleted, n.Key())
 	return n, false, nil
 }
 
@@ -583,7 +591,7 @@ func (s *Store) CreateMany(ctx context.Context, objs []*object.Object, opts Crea
 		select {
 		case ack := <-f.Ok():
 			out[i].Metadata.ResourceVersion = strconv.FormatUint(ack.Sequence, 10)
-			s.noteWrite(ctx, VerbCreated, out[i].Key(), nil, out[i])
+			s.noteWrite(ctx, VerbCreated, out[i].Key())
 		case err := <-f.Err():
 			if !errors.Is(translate(err), ErrConflict) {
 				out[i], errs[i] = nil, translate(err)

@@ -44,6 +44,9 @@ type Event struct {
 	// Raw is the stored value, undecoded, for a watch that asked for it
 	// (WatchOptions.Raw); nil for a bare delete.
 	Raw []byte
+	// StatusBy is, for a change of the status alone read after Synced,
+	// the author its writer's context named (WithAuthor); "" otherwise.
+	StatusBy string
 	// shared is the object's entry among the store's shared objects, for
 	// an event of a shared watch.
 	shared *decoded
@@ -255,7 +258,7 @@ func (s *Store) toEvent(m rawMsg, live bool) Event {
 // A bare fence deletes nothing a watcher has seen: it carries no value,
 // so that clients pass over it.
 func (s *Store) rawEvent(m rawMsg, live bool) Event {
-	ev := Event{Key: m.subject[len(s.subjPrefix):], Revision: m.seq, Time: m.time, Trace: extractSpan(m.header)}
+	ev := Event{Key: m.subject[len(s.subjPrefix):], Revision: m.seq, Time: m.time, Trace: extractSpan(m.header), StatusBy: statusBy(m, live)}
 	switch {
 	case !isTombstone(m.header):
 		ev.Type, ev.Raw = eventType(m, live), m.data
@@ -265,6 +268,16 @@ func (s *Store) rawEvent(m rawMsg, live bool) Event {
 		ev.Type = Deleted
 	}
 	return ev
+}
+
+// statusBy is the author of a write of the status alone read live. What
+// a watch reads before Synced is the state at its start, which its reader
+// has not seen yet, whoever wrote it.
+func statusBy(m rawMsg, live bool) string {
+	if !live || m.header == nil || m.header.Get(HeaderOp) != opStatus {
+		return ""
+	}
+	return m.header.Get(headerBy)
 }
 
 // eventType is the type of a message that holds a value: before sync,

@@ -53,3 +53,18 @@ func track(ctx context.Context, subresource string, live, next *object.Object) *
 	}
 	return w.Fields.Track(w.Manager, subresource, live, next)
 }
+
+type authorKey struct{}
+
+// WithAuthor returns ctx whose writes of a status alone are marked as
+// by, so that by can tell its own write from others' when it comes
+// back through a watch (Event.StatusBy): the reconcile runtime names
+// each pass's controller.
+func WithAuthor(ctx context.Context, by string) context.Context {
+	return context.WithValue(ctx, authorKey{}, by)
+}
+
+func authorOf(ctx context.Context) string {
+	by, _ := ctx.Value(authorKey{}).(string)
+	return by
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/clock"
+	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/tracing"
 )
 
@@ -123,8 +124,27 @@ func (c *Controller) EnqueueKey(key string) { c.enq.add(key, "", 0, trace.SpanCo
 // current revision. Every process running the controller does so; the
 // queue stores each change once, and a key still waiting in it (backing
 // off, say) keeps its place.
+//
+// Its own writes of a status alone are the exception (ownStatus): the
+// pass that wrote one had read everything the status was made from, and
+// what changes since comes as changes of their own.
 func (c *Controller) enqueueChanges(inf *Informer) {
-	inf.OnChange(func(ch Change) { c.Enqueue(ch.Object().Key(), &ch, inf.Kind().Resource) })
+	inf.OnChange(func(ch Change) {
+		if ownStatus(ch, c.opts.Name) {
+			return
+		}
+		c.Enqueue(ch.Object().Key(), &ch, inf.Kind().Resource)
+	})
+}
+
+// ownStatus reports whether ch is a change of the status alone that the
+// controller named wrote. The write's mark (bus.WithAuthor) says so of
+// the object its writer replaced; the informer's last state must differ
+// from the new one in the status alone too, so that a change the
+// informer did not see in between (across a relist, say) still counts.
+func ownStatus(ch Change, controller string) bool {
+	return ch.StatusBy != "" && ch.StatusBy == controller && ch.Old != nil && ch.New != nil &&
+		object.StatusOnly(ch.Old, ch.New)
 }
 
 func (c *Controller) run(ctx context.Context, workCtx context.Context) error {
@@ -194,7 +214,7 @@ func (c *Controller) handle(ctx context.Context, d *bus.Delivery) {
 	rctx, cancel := context.WithCancelCause(sctx)
 	stopClaim := context.AfterFunc(claim, func() { cancel(context.Cause(claim)) })
 	var changes bus.Changes
-	rctx = bus.WithChanges(rctx, &changes)
+	rctx = bus.WithAuthor(bus.WithChanges(rctx, &changes), c.opts.Name)
 	marked := c.markInProgress(entry)
 	res, err := c.call(rctx, req)
 	marked.Stop()

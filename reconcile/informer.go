@@ -25,6 +25,9 @@ type Change struct {
 	Revision           uint64
 	// Trace is the trace context of the write.
 	Trace trace.SpanContext
+	// StatusBy names the controller that wrote a change of the status
+	// alone, when the write's context named one (bus.Event.StatusBy).
+	StatusBy string
 }
 
 // Object is the object after the change, or the last state for a delete.
@@ -303,7 +306,7 @@ func (i *Informer) apply(ev bus.Event, delivered bool) (Change, bool) {
 	i.mu.RLock()
 	old, oldValue, decode := i.items[ev.Key], i.values[ev.Key], i.decode
 	i.mu.RUnlock()
-	ch := Change{Old: old, OldValue: oldValue, Revision: ev.Revision, Trace: ev.Trace}
+	ch := Change{Old: old, OldValue: oldValue, Revision: ev.Revision, Trace: ev.Trace, StatusBy: ev.StatusBy}
 	if !gone && decode != nil {
 		ch.NewValue = decode(ev.Object, old, oldValue)
 	}

@@ -1,0 +1,92 @@
+package bus_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/bus/bustest"
+	"github.com/homeostat/homeostat/object"
+)
+
+// TestStatusWritesNameTheirAuthor: a write of the status alone through a
+// context that names an author comes back to watchers, own and shared,
+// resumed or not, marked with it; writes of more than the status, writes
+// through a context that names none, and the state a watch starts from
+// are not marked.
+func TestStatusWritesNameTheirAuthor(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := newStore(t, bustest.Conn(t))
+	authored := bus.WithAuthor(ctx, "replicaset")
+	one, err := s.Create(authored, widget("default", "one", `{"size":1}`, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(ctx context.Context, o *object.Object, change func(*object.Object)) *object.Object {
+		t.Helper()
+		o = o.Clone()
+		change(o)
+		o, err := s.Update(ctx, o, bus.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	status := func(v string) func(*object.Object) {
+		return func(o *object.Object) { o.Status = json.RawMessage(v) }
+	}
+	one = write(authored, one, status(`{"n":1}`))
+	start := one
+
+	// A watch from the start reads the last write as state, unmarked.
+	fresh, err := s.Watch(ctx, bus.WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := expect(t, fresh, bus.Added, "one"); ev.StatusBy != "" {
+		t.Fatalf("the state a watch starts from is marked as by %q", ev.StatusBy)
+	}
+	expect(t, fresh, bus.Synced, "")
+	shared, err := s.Watch(ctx, bus.WatchOptions{Shared: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, shared, bus.Added, "one")
+	expect(t, shared, bus.Synced, "")
+
+	resumed, err := s.Watch(ctx, bus.WatchOptions{AfterRevision: rv(t, start), Shared: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, resumed, bus.Synced, "")
+
+	// Each write and the mark it should carry, by revision.
+	want := map[uint64]string{}
+	one = write(authored, one, status(`{"n":2}`))
+	want[rv(t, one)] = "replicaset"
+	one = write(authored, one, func(o *object.Object) { o.Spec = json.RawMessage(`{"size":2}`); o.Status = json.RawMessage(`{"n":3}`) })
+	want[rv(t, one)] = ""
+	one = write(ctx, one, status(`{"n":4}`))
+	want[rv(t, one)] = ""
+	one = write(bus.WithAuthor(ctx, "deployment"), one, status(`{"n":5}`))
+	want[rv(t, one)] = "deployment"
+	// A resumed watch may pass over the versions replaced before its read
+	// reached them, not over the last.
+	for name, ch := range map[string]<-chan bus.Event{"a watch": fresh, "a shared watch": shared, "a resumed shared watch": resumed} {
+		seen := 0
+		for ev := expect(t, ch, bus.Modified, "one"); ; ev = expect(t, ch, bus.Modified, "one") {
+			seen++
+			if by, ok := want[ev.Revision]; !ok || ev.StatusBy != by {
+				t.Errorf("%s: revision %d is marked as by %q, want %q", name, ev.Revision, ev.StatusBy, by)
+			}
+			if ev.Revision == rv(t, one) {
+				break
+			}
+		}
+		if seen < len(want) && name != "a resumed shared watch" {
+			t.Errorf("%s: %d changes, want %d", name, seen, len(want))
+		}
+	}
+}
