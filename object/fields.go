@@ -15,39 +15,26 @@ type envelope Object
 // envelopeKeys are the top-level members Object holds in fields of its own.
 var envelopeKeys = []string{"apiVersion", "kind", "metadata", "spec", "status"}
 
-// Decode reads one object from JSON; null gives nil. It is the fast path
-// for stores, which decode every value they watch: an object with no
-// top-level members beyond the envelope's is read in one pass.
+// decoding is Object with its other top-level members gathered into
+// Fields as they are read (a struct conversion ignores the tags).
+type decoding struct {
+	APIVersion string                        `json:"apiVersion"`
+	Kind       string                        `json:"kind"`
+	Metadata   Meta                          `json:"metadata"`
+	Spec       stdjson.RawMessage            `json:"spec,omitempty"`
+	Status     stdjson.RawMessage            `json:"status,omitempty"`
+	Fields     map[string]stdjson.RawMessage `json:",unknown"`
+}
+
+// Decode reads one object from JSON; null gives nil. Stores decode every
+// value they watch, so it reads in one pass, members of their own
+// (RBAC's rules, a ConfigMap's data) included.
 func Decode(data []byte) (*Object, error) {
-	if onlyEnvelope(data) {
-		var o *envelope
-		if err := json.Unmarshal(data, &o); err != nil {
-			return nil, err
-		}
-		return (*Object)(o), nil
-	}
-	// Members of their own, or not an object at all: the full path.
-	var members map[string]stdjson.RawMessage
-	if err := json.Unmarshal(data, &members); err != nil {
+	var o *decoding
+	if err := json.Unmarshal(data, &o); err != nil {
 		return nil, err
 	}
-	if members == nil {
-		return nil, nil
-	}
-	full := &Object{}
-	if err := json.Unmarshal(data, (*envelope)(full)); err != nil {
-		return nil, err
-	}
-	for k, v := range members {
-		if slices.Contains(envelopeKeys, k) {
-			continue
-		}
-		if full.Fields == nil {
-			full.Fields = map[string]stdjson.RawMessage{}
-		}
-		full.Fields[k] = v
-	}
-	return full, nil
+	return (*Object)(o), nil
 }
 
 // Encode writes an object as JSON, its Fields among the envelope's members.
@@ -125,96 +112,4 @@ func (o *Object) SetField(name string, v any) error {
 	}
 	o.Fields[name] = b
 	return nil
-}
-
-// onlyEnvelope says whether data is a JSON object whose top-level members
-// are all the envelope's, by a scan that skips their values. Anything it
-// is unsure of (escapes in a name, malformed input) answers false, which
-// costs only the slower path.
-func onlyEnvelope(data []byte) bool {
-	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '{' {
-		return false
-	}
-	i = skipSpace(data, i+1)
-	if i < len(data) && data[i] == '}' {
-		return true
-	}
-	for i < len(data) {
-		if data[i] != '"' {
-			return false
-		}
-		end := bytes.IndexByte(data[i+1:], '"')
-		if end < 0 {
-			return false
-		}
-		name := data[i+1 : i+1+end]
-		if bytes.IndexByte(name, '\\') >= 0 || !slices.Contains(envelopeKeys, string(name)) {
-			return false
-		}
-		i = skipSpace(data, i+2+end)
-		if i >= len(data) || data[i] != ':' {
-			return false
-		}
-		if i = skipValue(data, skipSpace(data, i+1)); i < 0 {
-			return false
-		}
-		i = skipSpace(data, i)
-		switch {
-		case i >= len(data):
-			return false
-		case data[i] == '}':
-			return true
-		case data[i] != ',':
-			return false
-		}
-		i = skipSpace(data, i+1)
-	}
-	return false
-}
-
-func skipSpace(data []byte, i int) int {
-	for i < len(data) && (data[i] == ' ' || data[i] == '\n' || data[i] == '\t' || data[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipValue returns the index just past the JSON value at i, or -1.
-func skipValue(data []byte, i int) int {
-	depth := 0
-	for i < len(data) {
-		switch c := data[i]; c {
-		case '"':
-			i++
-			for i < len(data) && data[i] != '"' {
-				if data[i] == '\\' {
-					i++
-				}
-				i++
-			}
-			if i >= len(data) {
-				return -1
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth == 0 {
-				return i
-			}
-			depth--
-		case ',':
-			if depth == 0 {
-				return i
-			}
-		}
-		i++
-		if depth == 0 && i < len(data) && (data[i-1] == '"' || data[i-1] == '}' || data[i-1] == ']') {
-			return i
-		}
-	}
-	if depth == 0 {
-		return i
-	}
-	return -1
 }
