@@ -10,19 +10,24 @@ import (
 	"github.com/homeostat/homeostat/object"
 )
 
-// TestStatusWritesNameTheirAuthor: a write of the status alone through a
-// context that names an author comes back to watchers, own and shared,
-// resumed or not, marked with it; writes of more than the status, writes
-// through a context that names none, and the state a watch starts from
-// are not marked.
+// TestStatusWritesNameTheirAuthor: a write of the status alone of its
+// author's key, through a context that holds the author, comes back to
+// watchers, own and shared, resumed or not, marked with its name, and the
+// author holds its revision; writes of more than the status, of another
+// key, through a context that holds none, and the state a watch starts
+// from are not marked.
 func TestStatusWritesNameTheirAuthor(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s := newStore(t, bustest.Conn(t))
-	authored := bus.WithAuthor(ctx, "replicaset")
+	rs := bus.NewAuthor("replicaset", "default.one")
+	authored := bus.WithAuthor(ctx, rs)
 	one, err := s.Create(authored, widget("default", "one", `{"size":1}`, nil))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if rs.Wrote() != 0 {
+		t.Fatalf("a create was noted as a marked write, at %d", rs.Wrote())
 	}
 	write := func(ctx context.Context, o *object.Object, change func(*object.Object)) *object.Object {
 		t.Helper()
@@ -76,10 +81,15 @@ func TestStatusWritesNameTheirAuthor(t *testing.T) {
 	}
 	one = write(authored, one, status(`{"n":2}`))
 	check(one, "replicaset")
+	if rs.Wrote() != rv(t, one) {
+		t.Fatalf("the author holds revision %d, want %d", rs.Wrote(), rv(t, one))
+	}
+	one = write(bus.WithAuthor(ctx, bus.NewAuthor("replicaset", "default.two")), one, status(`{"n":2.5}`))
+	check(one, "")
 	one = write(authored, one, func(o *object.Object) { o.Spec = json.RawMessage(`{"size":2}`); o.Status = json.RawMessage(`{"n":3}`) })
 	check(one, "")
 	one = write(ctx, one, status(`{"n":4}`))
 	check(one, "")
-	one = write(bus.WithAuthor(ctx, "deployment"), one, status(`{"n":5}`))
+	one = write(bus.WithAuthor(ctx, bus.NewAuthor("deployment", "default.one")), one, status(`{"n":5}`))
 	check(one, "deployment")
 }

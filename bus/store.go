@@ -28,9 +28,9 @@ const (
 	HeaderOp = "Homeostat-Op"
 	opCreate = "create"
 	opStatus = "status"
-	// headerBy names, on a write of the status alone, the author its
-	// context named (WithAuthor), so that its author can pass over its
-	// own write when it comes back (Event.StatusBy).
+	// headerBy names, on a write of the status alone, the Author its
+	// context holds, so that the author can pass over its own write when
+	// it comes back (Event.StatusBy).
 	headerBy = "Homeostat-Status-By"
 	// subresourceStatus names a write of the status alone to a field
 	// tracker, as the status subresource would take it.
@@ -362,16 +362,20 @@ func (s *Store) Update(ctx context.Context, o *object.Object, opts UpdateOptions
 		return nil, err
 	}
 	var hdr nats.Header
+	var by *Author
 	verb := VerbUpdated
 	if sub == subresourceStatus {
 		hdr, verb = nats.Header{HeaderOp: []string{opStatus}}, VerbUpdatedStatus
-		if by := authorOf(ctx); by != "" {
-			hdr[headerBy] = []string{by}
+		if by = authorOf(ctx, key); by != nil {
+			hdr[headerBy] = []string{by.name}
 		}
 	}
 	nrev, err := s.publish(ctx, key, data, rev, hdr)
 	if err != nil {
 		return nil, fmt.Errorf("%s %q: %w", s.spec.Resource, key, err)
+	}
+	if by != nil {
+		by.noteWrote(nrev)
 	}
 	n.Metadata.ResourceVersion = strconv.FormatUint(nrev, 10)
 	s.noteWrite(ctx, verb, key)

@@ -44,8 +44,9 @@ type Event struct {
 	// Raw is the stored value, undecoded, for a watch that asked for it
 	// (WatchOptions.Raw); nil for a bare delete.
 	Raw []byte
-	// StatusBy is, for a change of the status alone read after Synced,
-	// the author its writer's context named (WithAuthor); "" otherwise.
+	// StatusBy is, for a change of the status alone read live (after
+	// Synced, or anything a resumed watch reads), the name of the Author
+	// its writer's context held; "" otherwise.
 	StatusBy string
 	// shared is the object's entry among the store's shared objects, for
 	// an event of a shared watch.
@@ -271,8 +272,8 @@ func (s *Store) rawEvent(m rawMsg, live bool) Event {
 }
 
 // statusBy is the author of a write of the status alone read live. What
-// a watch reads before Synced is the state at its start, which its reader
-// has not seen yet, whoever wrote it.
+// a watch from the start reads before Synced is the state its reader has
+// not seen yet, whoever wrote it.
 func statusBy(m rawMsg, live bool) string {
 	if !live || m.header == nil || m.header.Get(HeaderOp) != opStatus {
 		return ""

@@ -2,6 +2,7 @@ package bus
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/homeostat/homeostat/object"
 )
@@ -56,15 +57,41 @@ func track(ctx context.Context, subresource string, live, next *object.Object) *
 
 type authorKey struct{}
 
-// WithAuthor returns ctx whose writes of a status alone are marked as
-// by, so that by can tell its own write from others' when it comes
-// back through a watch (Event.StatusBy): the reconcile runtime names
-// each pass's controller.
-func WithAuthor(ctx context.Context, by string) context.Context {
-	return context.WithValue(ctx, authorKey{}, by)
+// Author marks the writes of one object's status alone made through a
+// context, so that whoever makes them can tell them from others' when
+// they come back through a watch (Event.StatusBy). The reconcile runtime
+// makes one for each pass: named for the pass's controller and process,
+// for the key the pass reconciles.
+type Author struct {
+	name, key string
+	wrote     atomic.Uint64
 }
 
-func authorOf(ctx context.Context) string {
-	by, _ := ctx.Value(authorKey{}).(string)
-	return by
+// NewAuthor returns an Author that marks status writes of key as by name.
+func NewAuthor(name, key string) *Author { return &Author{name: name, key: key} }
+
+// Wrote is the revision of the last write it marked; 0 for none.
+func (a *Author) Wrote() uint64 { return a.wrote.Load() }
+
+func (a *Author) noteWrote(rev uint64) {
+	for {
+		cur := a.wrote.Load()
+		if rev <= cur || a.wrote.CompareAndSwap(cur, rev) {
+			return
+		}
+	}
+}
+
+// WithAuthor returns ctx whose writes of a's key's status alone a marks.
+func WithAuthor(ctx context.Context, a *Author) context.Context {
+	return context.WithValue(ctx, authorKey{}, a)
+}
+
+// authorOf is the author that marks a status write of key through ctx, if any.
+func authorOf(ctx context.Context, key string) *Author {
+	a, _ := ctx.Value(authorKey{}).(*Author)
+	if a == nil || a.key != key {
+		return nil
+	}
+	return a
 }

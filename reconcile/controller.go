@@ -62,6 +62,10 @@ type Controller struct {
 	keys  keyLocks
 	// claims is set for an Exclusive controller.
 	claims *claimer
+	// author marks the status writes of this process's passes (ownStatus):
+	// the controller's name and a tag of the process, since another
+	// process's pass may have read its object before this one's write.
+	author string
 }
 
 // keyLocks keeps two workers of one process off the same key, as
@@ -126,21 +130,22 @@ func (c *Controller) EnqueueKey(key string) { c.enq.add(key, "", 0, trace.SpanCo
 // off, say) keeps its place.
 //
 // Its own writes of a status alone are the exception (ownStatus): the
-// pass that wrote one had read everything the status was made from, and
-// what changes since comes as changes of their own.
+// pass of this process that wrote one had read everything the status was
+// made from, what changes since comes as changes of their own, and the
+// key's next pass here reads the write (awaitOwnStatus).
 func (c *Controller) enqueueChanges(inf *Informer) {
 	inf.OnChange(func(ch Change) {
-		if ownStatus(ch, c.opts.Name) {
+		if ownStatus(ch, c.author) {
 			return
 		}
 		c.Enqueue(ch.Object().Key(), &ch, inf.Kind().Resource)
 	})
 }
 
-// ownStatus reports whether ch is a change of the status alone that the
-// controller named wrote. The write's mark (bus.WithAuthor) says so of
-// the object its writer replaced; the informer's last state must differ
-// from the new one in the status alone too, so that a change the
+// ownStatus reports whether ch is a change of the status alone of the key
+// that a pass marked by author reconciled. The mark (bus.Author) says so
+// of the object its writer replaced; the informer's last state must
+// differ from the new one in the status alone too, so that a change the
 // informer did not see in between (across a relist, say) still counts.
 func ownStatus(ch Change, controller string) bool {
 	return ch.StatusBy != "" && ch.StatusBy == controller && ch.Old != nil && ch.New != nil &&
@@ -214,14 +219,16 @@ func (c *Controller) handle(ctx context.Context, d *bus.Delivery) {
 	rctx, cancel := context.WithCancelCause(sctx)
 	stopClaim := context.AfterFunc(claim, func() { cancel(context.Cause(claim)) })
 	var changes bus.Changes
-	rctx = bus.WithAuthor(bus.WithChanges(rctx, &changes), c.opts.Name)
+	author := bus.NewAuthor(c.author, d.Key)
+	rctx = bus.WithAuthor(bus.WithChanges(rctx, &changes), author)
 	marked := c.markInProgress(entry)
 	res, err := c.call(rctx, req)
 	marked.Stop()
 	stopClaim()
 	cancel(nil)
-	stop()
 	elapsed := time.Since(start)
+	c.awaitOwnStatus(sctx, d.Key, author.Wrote())
+	stop()
 	c.enq.passed(d.Key, elapsed)
 	result := c.settle(sctx, d, res, err, traceID, rev)
 	c.recordHistory(entry, elapsed, res, err, changes.Summary())
@@ -232,6 +239,23 @@ func (c *Controller) handle(ctx context.Context, d *bus.Delivery) {
 	}
 	span.End()
 	reconcileDuration.WithLabelValues(c.opts.Name, result).Observe(elapsed.Seconds())
+}
+
+// awaitOwnStatus holds the key until the controller's informer has the
+// status its pass wrote at rev, whose return enqueues nothing
+// (enqueueChanges), so that the key's next pass in this process reads it
+// rather than the object before it: a pass that found the status it
+// computes already in a stale copy would write nothing, and the status
+// would stay as this pass left it. A cache that does not get there in
+// time gets the key again, behind the write, as its return would have.
+func (c *Controller) awaitOwnStatus(ctx context.Context, key string, rev uint64) {
+	if rev == 0 {
+		return
+	}
+	if inf := c.mgr.informerOf(c.opts.For.Resource); inf == nil || inf.WaitForRevision(ctx, rev, c.opts.CacheWait) {
+		return
+	}
+	c.enq.add(key, c.opts.For.Resource, rev, trace.SpanContext{})
 }
 
 // markInProgress records, should the reconcile of entry still run after

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -146,7 +147,7 @@ func (m *Manager) Add(ctx context.Context, opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{opts: opts, mgr: m, queue: q, log: m.log}
+	c := &Controller{opts: opts, mgr: m, queue: q, log: m.log, author: opts.Name + "/" + rand.Text()[:8]}
 	if opts.Exclusive {
 		if c.claims, err = m.claimer(ctx); err != nil {
 			return nil, err

@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/homeostat/homeostat/testenv/poll"
 	"github.com/homeostat/homeostat/testenv/tcpproxy"
@@ -87,11 +88,23 @@ func TestClientGoTypedAndDynamic(t *testing.T) {
 	if _, err := deploys.Create(ctx, clientgoDeployment("web"), metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("a second create: %v, want AlreadyExists", err)
 	}
-	created.Spec.Replicas = ptr(int32(3))
-	updated, err := deploys.Update(ctx, created, metav1.UpdateOptions{})
+	// An update writes on the resourceVersion it read, and the Deployment
+	// controller may write the status in between: a 409, which clients
+	// meet as in Kubernetes, by reading again (client-go's RetryOnConflict).
+	var updated *appsv1.Deployment
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := deploys.Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Spec.Replicas = ptr(int32(3))
+		updated, err = deploys.Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil || *updated.Spec.Replicas != 3 {
 		t.Fatalf("typed update: %v", err)
 	}
+	created.Spec.Replicas = ptr(int32(3))
 	if _, err := deploys.Update(ctx, created, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
 		t.Fatalf("a stale update: %v, want Conflict", err)
 	}

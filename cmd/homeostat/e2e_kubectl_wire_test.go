@@ -313,7 +313,19 @@ func TestKubectlEditReplaceWaitDelete(t *testing.T) {
 	if got := jsonpath("{.spec.replicas}"); got != "7" {
 		t.Fatalf("replicas after edit: %q", got)
 	}
-	k.must("deployment.apps/web replaced", webManifest("1", "v9"), "replace", "-f", "-")
+	// kubectl replace reads the object's resourceVersion and writes on it,
+	// so a status write by the Deployment controller in between is a 409,
+	// as in Kubernetes; a user runs it again.
+	poll.Until(t, "kubectl replace", 30*time.Second, func() bool {
+		out, err := k.run(webManifest("1", "v9"), "replace", "-f", "-")
+		if err != nil && strings.Contains(out, "(Conflict)") {
+			return false
+		}
+		if err != nil || !strings.Contains(out, "deployment.apps/web replaced") {
+			t.Fatalf("kubectl replace -f -: %v\n%s", err, out)
+		}
+		return true
+	})
 	if got := jsonpath("{.spec.replicas} {.spec.template.spec.containers[0].image}"); got != "1 v9" {
 		t.Fatalf("after replace: %q", got)
 	}

@@ -209,3 +209,27 @@ func TestRenewal(t *testing.T) {
 		}
 	}
 }
+
+func TestUntilExpiry(t *testing.T) {
+	secs := func(n int32) *int32 { return &n }
+	done := kinds.JobStatus{Conditions: []object.Condition{{Type: "Complete", Status: object.ConditionTrue}}}
+	failed := kinds.JobStatus{Conditions: []object.Condition{{Type: "Failed", Status: object.ConditionTrue}}}
+	running := kinds.JobStatus{Active: 1}
+	for _, tc := range []struct {
+		name        string
+		ttl         *int32
+		before, now kinds.JobStatus
+		want        time.Duration
+	}{
+		{"completes in this pass", secs(30), running, done, 30 * time.Second},
+		{"fails in this pass", secs(5), running, failed, 5 * time.Second},
+		{"a time to live of none comes back at once", secs(0), running, done, time.Millisecond},
+		{"no time to live", nil, running, done, 0},
+		{"finished before: expireFinished times it", secs(30), done, done, 0},
+		{"still running", secs(30), running, running, 0},
+	} {
+		if got := untilExpiry(kinds.JobSpec{TTLSecondsAfterFinished: tc.ttl}, tc.before, tc.now); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}

@@ -120,6 +120,7 @@ func (c *jobs) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.
 		}
 	}
 	st.Active, st.Ready = int32(len(active)), ready
+	requeue = max(requeue, untilExpiry(spec, status, st))
 	if err := updateStatus(ctx, c.jobs.Store(), o, st); err != nil {
 		errs = append(errs, err)
 	}
@@ -191,6 +192,17 @@ func (c *jobs) adjust(ctx context.Context, o *object.Object, spec kinds.JobSpec,
 		active = active[extra:]
 	}
 	return active
+}
+
+// untilExpiry is when the pass that finishes a Job (its status before,
+// st after) asks to look at it again, for its ttlSecondsAfterFinished:
+// its own status write does not bring the Job back (the reconcile
+// runtime passes over it), and nothing else may change.
+func untilExpiry(spec kinds.JobSpec, status, st kinds.JobStatus) time.Duration {
+	if !finished(st) || finished(status) || spec.TTLSecondsAfterFinished == nil {
+		return 0
+	}
+	return max(time.Duration(*spec.TTLSecondsAfterFinished)*time.Second, time.Millisecond)
 }
 
 // expireFinished deletes a finished job after ttlSecondsAfterFinished.

@@ -101,6 +101,31 @@ func TestJobFailsPastBackoffLimit(t *testing.T) {
 	})
 }
 
+// TestJobGoesAfterItsTimeToLive: a finished Job with ttlSecondsAfterFinished
+// is deleted once that time is up, though nothing changes after the pass
+// that finished it.
+func TestJobGoesAfterItsTimeToLive(t *testing.T) {
+	e := newEnv(t)
+	e.controllers()
+	e.apply(`apiVersion: batch/v1
+kind: Job
+metadata: {name: brief}
+spec:
+  ttlSecondsAfterFinished: 1
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, command: ["true"]}]
+`)
+	stop := finishPods(e, "brief", kinds.PodSucceeded)
+	defer stop()
+	// Complete lasts a second only: the deletion is what is waited for.
+	poll.Until(t, "the Job deleted after its time to live", 20*time.Second, func() bool {
+		_, err := e.c.Get(e.ctx, e.res("jobs"), "default", "brief")
+		return client.IsNotFound(err)
+	})
+}
+
 func TestDaemonSetFollowsNodes(t *testing.T) {
 	e := newEnv(t)
 	e.controllers()
