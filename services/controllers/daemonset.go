@@ -44,6 +44,7 @@ func (c *daemonSets) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	unavailable := int32(0)
 	minReady := time.Duration(spec.MinReadySeconds) * time.Second
 	now := c.now()
+	var requeue time.Duration
 	for _, n := range c.nodes.List() {
 		pod := byNodeName[n.Metadata.Name]
 		delete(byNodeName, n.Metadata.Name)
@@ -68,9 +69,14 @@ func (c *daemonSets) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		if since, ok := pod.ReadySince(); ok {
 			st.NumberReady++
-			if now.Sub(since) >= minReady {
+			wait := since.Add(minReady).Sub(now)
+			if wait <= 0 {
 				st.NumberAvailable++
 				continue
+			}
+			// Nothing changes when a ready pod comes of age: look again then.
+			if requeue == 0 || wait < requeue {
+				requeue = wait
 			}
 		}
 		unavailable++
@@ -85,7 +91,7 @@ func (c *daemonSets) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := updateStatus(ctx, c.ds.Store(), o, st); err != nil {
 		errs = append(errs, err)
 	}
-	return reconcile.Result{}, errors.Join(errs...)
+	return reconcile.Result{RequeueAfter: requeue}, errors.Join(errs...)
 }
 
 func (c *daemonSets) create(ctx context.Context, o *object.Object, spec kinds.DaemonSetSpec, node, hash string) error {

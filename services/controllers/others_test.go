@@ -170,6 +170,39 @@ spec:
 	poll.Until(t, "the pod of the removed node gone", 10*time.Second, func() bool { m := nodesOf(); return len(m) == 1 && m["n3"] })
 }
 
+// TestDaemonSetCountsPodsAvailableAfterMinReadySeconds: a daemon pod
+// that became ready counts as available once it has been ready for
+// minReadySeconds, though nothing changes at that moment.
+func TestDaemonSetCountsPodsAvailableAfterMinReadySeconds(t *testing.T) {
+	e := newEnv(t)
+	e.controllers()
+	e.apply("apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n")
+	e.apply(`apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: slow}
+spec:
+  minReadySeconds: 1
+  selector: {matchLabels: {app: slow}}
+  template:
+    metadata: {labels: {app: slow}}
+    spec:
+      containers: [{name: c, command: [sleep, "100"]}]
+`)
+	poll.Until(t, "the daemon pod", 10*time.Second, func() bool { return len(e.list("pods", "app=slow")) == 1 })
+	// Ready from now on (setPodStatus makes it ready an hour ago).
+	ready := fmt.Sprintf(`{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True","lastTransitionTime":%q}]}}`,
+		time.Now().UTC().Format(time.RFC3339))
+	pod := e.list("pods", "app=slow")[0]
+	if err := e.c.Do(e.ctx, http.MethodPatch, e.res("pods").Path("default", pod.Metadata.Name)+"/status", []byte(ready), "application/merge-patch+json", nil); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the pod available", 15*time.Second, func() bool {
+		var st kinds.DaemonSetStatus
+		_ = e.get("daemonsets", "slow").DecodeStatus(&st)
+		return st.NumberReady == 1 && st.NumberAvailable == 1
+	})
+}
+
 func TestGarbageCollectionPolicies(t *testing.T) {
 	e := newEnv(t)
 	e.controllers()
