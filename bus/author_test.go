@@ -14,13 +14,13 @@ import (
 // author's key, through a context that holds the author, comes back to
 // watchers, own and shared, resumed or not, marked with its name, and the
 // author holds its revision; writes of more than the status, of another
-// key, through a context that holds none, and the state a watch starts
-// from are not marked.
+// key or the same key of another resource, through a context that holds
+// none, and the state a watch starts from are not marked.
 func TestStatusWritesNameTheirAuthor(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s := newStore(t, bustest.Conn(t))
-	rs := bus.NewAuthor("replicaset", "default.one")
+	rs := bus.NewAuthor("replicaset", s.Resource(), "default.one")
 	authored := bus.WithAuthor(ctx, rs)
 	one, err := s.Create(authored, widget("default", "one", `{"size":1}`, nil))
 	if err != nil {
@@ -84,12 +84,14 @@ func TestStatusWritesNameTheirAuthor(t *testing.T) {
 	if rs.Wrote() != rv(t, one) {
 		t.Fatalf("the author holds revision %d, want %d", rs.Wrote(), rv(t, one))
 	}
-	one = write(bus.WithAuthor(ctx, bus.NewAuthor("replicaset", "default.two")), one, status(`{"n":2.5}`))
+	one = write(bus.WithAuthor(ctx, bus.NewAuthor("replicaset", s.Resource(), "default.two")), one, status(`{"n":2.5}`))
+	check(one, "")
+	one = write(bus.WithAuthor(ctx, bus.NewAuthor("replicaset", "gadgets.example.com", "default.one")), one, status(`{"n":2.7}`))
 	check(one, "")
 	one = write(authored, one, func(o *object.Object) { o.Spec = json.RawMessage(`{"size":2}`); o.Status = json.RawMessage(`{"n":3}`) })
 	check(one, "")
 	one = write(ctx, one, status(`{"n":4}`))
 	check(one, "")
-	one = write(bus.WithAuthor(ctx, bus.NewAuthor("deployment", "default.one")), one, status(`{"n":5}`))
+	one = write(bus.WithAuthor(ctx, bus.NewAuthor("deployment", s.Resource(), "default.one")), one, status(`{"n":5}`))
 	check(one, "deployment")
 }

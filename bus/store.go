@@ -366,7 +366,7 @@ func (s *Store) Update(ctx context.Context, o *object.Object, opts UpdateOptions
 	verb := VerbUpdated
 	if sub == subresourceStatus {
 		hdr, verb = nats.Header{HeaderOp: []string{opStatus}}, VerbUpdatedStatus
-		if by = authorOf(ctx, key); by != nil {
+		if by = authorOf(ctx, s.spec.Resource, key); by != nil {
 			hdr[headerBy] = []string{by.name}
 		}
 	}

@@ -61,16 +61,20 @@ type authorKey struct{}
 // context, so that whoever makes them can tell them from others' when
 // they come back through a watch (Event.StatusBy). The reconcile runtime
 // makes one for each pass: named for the pass's controller and process,
-// for the key the pass reconciles.
+// for the object the pass reconciles.
 type Author struct {
-	name, key string
-	wrote     atomic.Uint64
+	name, resource, key string
+	wrote               atomic.Uint64
 }
 
-// NewAuthor returns an Author that marks status writes of key as by name.
-func NewAuthor(name, key string) *Author { return &Author{name: name, key: key} }
+// NewAuthor returns an Author that marks the status writes of resource's
+// object key as by name.
+func NewAuthor(name, resource, key string) *Author {
+	return &Author{name: name, resource: resource, key: key}
+}
 
-// Wrote is the revision of the last write it marked; 0 for none.
+// Wrote is the revision of the last write it marked, in its resource's
+// store; 0 for none.
 func (a *Author) Wrote() uint64 { return a.wrote.Load() }
 
 func (a *Author) noteWrote(rev uint64) {
@@ -82,15 +86,16 @@ func (a *Author) noteWrote(rev uint64) {
 	}
 }
 
-// WithAuthor returns ctx whose writes of a's key's status alone a marks.
+// WithAuthor returns ctx whose writes of a's object's status alone a marks.
 func WithAuthor(ctx context.Context, a *Author) context.Context {
 	return context.WithValue(ctx, authorKey{}, a)
 }
 
-// authorOf is the author that marks a status write of key through ctx, if any.
-func authorOf(ctx context.Context, key string) *Author {
+// authorOf is the author that marks a status write of resource's key
+// through ctx, if any.
+func authorOf(ctx context.Context, resource, key string) *Author {
 	a, _ := ctx.Value(authorKey{}).(*Author)
-	if a == nil || a.key != key {
+	if a == nil || a.key != key || a.resource != resource {
 		return nil
 	}
 	return a

@@ -219,7 +219,7 @@ func (c *Controller) handle(ctx context.Context, d *bus.Delivery) {
 	rctx, cancel := context.WithCancelCause(sctx)
 	stopClaim := context.AfterFunc(claim, func() { cancel(context.Cause(claim)) })
 	var changes bus.Changes
-	author := bus.NewAuthor(c.author, d.Key)
+	author := bus.NewAuthor(c.author, c.opts.For.Resource, d.Key)
 	rctx = bus.WithAuthor(bus.WithChanges(rctx, &changes), author)
 	marked := c.markInProgress(entry)
 	res, err := c.call(rctx, req)

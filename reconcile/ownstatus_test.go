@@ -77,11 +77,11 @@ func TestOwnStatusWriteDoesNotComeBack(t *testing.T) {
 	}
 	write(ctx, `{"by":"a client"}`)
 	passes(2)
-	write(bus.WithAuthor(ctx, bus.NewAuthor("gadgets", "default.w")), `{"by":"another controller"}`)
+	write(bus.WithAuthor(ctx, bus.NewAuthor("gadgets", widgets.Resource, "default.w")), `{"by":"another controller"}`)
 	passes(3)
 	// The same controller in another process may have read w before
 	// this process's last write: its status write brings w back.
-	write(bus.WithAuthor(ctx, bus.NewAuthor("widgets/elsewhere", "default.w")), `{"by":"another process"}`)
+	write(bus.WithAuthor(ctx, bus.NewAuthor("widgets/elsewhere", widgets.Resource, "default.w")), `{"by":"another process"}`)
 	passes(4)
 }
 
