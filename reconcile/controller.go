@@ -147,8 +147,8 @@ func (c *Controller) enqueueChanges(inf *Informer) {
 // of the object its writer replaced; the informer's last state must
 // differ from the new one in the status alone too, so that a change the
 // informer did not see in between (across a relist, say) still counts.
-func ownStatus(ch Change, controller string) bool {
-	return ch.StatusBy != "" && ch.StatusBy == controller && ch.Old != nil && ch.New != nil &&
+func ownStatus(ch Change, author string) bool {
+	return ch.StatusBy != "" && ch.StatusBy == author && ch.Old != nil && ch.New != nil &&
 		object.StatusOnly(ch.Old, ch.New)
 }
 

@@ -25,8 +25,9 @@ type Change struct {
 	Revision           uint64
 	// Trace is the trace context of the write.
 	Trace trace.SpanContext
-	// StatusBy names the controller that wrote a change of the status
-	// alone, when the write's context named one (bus.Event.StatusBy).
+	// StatusBy names the author of a change of the status alone (a
+	// controller and its process), when the write's context held one
+	// (bus.Event.StatusBy).
 	StatusBy string
 }
 

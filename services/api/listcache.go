@@ -131,12 +131,13 @@ func (c *listCaches) run(ctx context.Context) error {
 	}
 }
 
-// stop drops every cache and starts none again: the API stops.
+// stop drops every cache and starts none again: the API stops. It marks
+// the caches stopped first, so that no list starts one in between.
 func (c *listCaches) stop() {
-	c.dropIdle(time.Time{})
 	c.mu.Lock()
 	c.stopped = true
 	c.mu.Unlock()
+	c.dropIdle(time.Time{})
 }
 
 // dropIdle stops and forgets the running caches last used before since

@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"strconv"
+	"time"
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/kinds"
@@ -274,4 +275,12 @@ func ignoreNotFound(err error) error {
 		return nil
 	}
 	return err
+}
+
+// sooner is the sooner of two times to look again, the first 0 for none yet.
+func sooner(cur, d time.Duration) time.Duration {
+	if cur == 0 || d < cur {
+		return d
+	}
+	return cur
 }

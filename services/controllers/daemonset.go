@@ -75,9 +75,7 @@ func (c *daemonSets) Reconcile(ctx context.Context, req reconcile.Request) (reco
 				continue
 			}
 			// Nothing changes when a ready pod comes of age: look again then.
-			if requeue == 0 || wait < requeue {
-				requeue = wait
-			}
+			requeue = sooner(requeue, wait)
 		}
 		unavailable++
 	}

@@ -233,3 +233,15 @@ func TestUntilExpiry(t *testing.T) {
 		}
 	}
 }
+
+func TestSooner(t *testing.T) {
+	for _, tc := range []struct{ cur, d, want time.Duration }{
+		{0, 3 * time.Second, 3 * time.Second},
+		{2 * time.Second, 3 * time.Second, 2 * time.Second},
+		{5 * time.Second, 3 * time.Second, 3 * time.Second},
+	} {
+		if got := sooner(tc.cur, tc.d); got != tc.want {
+			t.Errorf("sooner(%s, %s) = %s, want %s", tc.cur, tc.d, got, tc.want)
+		}
+	}
+}

@@ -114,9 +114,7 @@ func (c *jobs) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.
 		active = c.adjust(ctx, o, spec, pods, active, want, &errs)
 		if spec.ActiveDeadlineSeconds != nil && st.StartTime != nil {
 			dl := st.StartTime.Add(time.Duration(*spec.ActiveDeadlineSeconds) * time.Second).Sub(now)
-			if requeue == 0 || dl < requeue {
-				requeue = dl
-			}
+			requeue = sooner(requeue, dl)
 		}
 	}
 	st.Active, st.Ready = int32(len(active)), ready

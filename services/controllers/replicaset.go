@@ -231,8 +231,8 @@ func (c *replicaSets) writeStatus(ctx context.Context, o *object.Object, spec ki
 			st.ReadyReplicas++
 			if wait := since.Add(minReady).Sub(now); wait <= 0 {
 				st.AvailableReplicas++
-			} else if next == 0 || wait < next {
-				next = wait
+			} else {
+				next = sooner(next, wait)
 			}
 		}
 	}
