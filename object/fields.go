@@ -34,6 +34,9 @@ func Decode(data []byte) (*Object, error) {
 	if err := json.Unmarshal(data, &o); err != nil {
 		return nil, err
 	}
+	if o != nil {
+		o.Metadata.ManagedFields = managedFields.intern(o.Metadata.ManagedFields)
+	}
 	return (*Object)(o), nil
 }
 

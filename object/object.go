@@ -154,7 +154,10 @@ func (o *Object) SharingWith(prev *Object) *Object {
 	return &c
 }
 
-// Clone returns a deep copy, so that a cached object is never mutated.
+// Clone returns a deep copy, so that a cached object is never mutated,
+// but for its managed fields: those are only ever replaced whole, never
+// written in place, and are shared with every object decoded from the
+// same bytes (see managedFields).
 func (o *Object) Clone() *Object {
 	if o == nil {
 		return nil
@@ -193,9 +196,6 @@ func (o *Object) Clone() *Object {
 	}
 	if o.Metadata.Finalizers != nil {
 		m.Finalizers = append([]string(nil), o.Metadata.Finalizers...)
-	}
-	if o.Metadata.ManagedFields != nil {
-		m.ManagedFields = append(stdjson.RawMessage(nil), o.Metadata.ManagedFields...)
 	}
 	if o.Metadata.DeletionTimestamp != nil {
 		t := *o.Metadata.DeletionTimestamp

@@ -1,0 +1,93 @@
+package object
+
+import (
+	"bytes"
+	stdjson "encoding/json"
+	"fmt"
+	"testing"
+	"unsafe"
+)
+
+// sameBytes says a and b are one copy of their bytes.
+func sameBytes(a, b []byte) bool {
+	return len(a) > 0 && len(a) == len(b) && samePlace(a, b)
+}
+
+// samePlace says a and b start at the same byte.
+func samePlace(a, b []byte) bool { return unsafe.SliceData(a) == unsafe.SliceData(b) }
+
+// Objects decoded from the same managed fields share one copy of them,
+// which nothing written to one object's copy can change for another.
+func TestDecodedObjectsShareTheirManagedFields(t *testing.T) {
+	raw := readPod(t)
+	a, err := Decode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Decode(bytes.Clone(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Metadata.ManagedFields) == 0 {
+		t.Fatal("the test pod has no managed fields")
+	}
+	if !sameBytes(a.Metadata.ManagedFields, b.Metadata.ManagedFields) {
+		t.Fatal("two decodes of one pod hold two copies of its managed fields")
+	}
+	if c := a.Clone(); !sameBytes(c.Metadata.ManagedFields, a.Metadata.ManagedFields) {
+		t.Fatal("a clone copied the managed fields")
+	}
+	want := string(a.Metadata.ManagedFields)
+	grown := append(b.Metadata.ManagedFields, ' ')
+	if string(a.Metadata.ManagedFields) != want || samePlace(grown, a.Metadata.ManagedFields) {
+		t.Fatal("an append to one object's managed fields wrote into another's")
+	}
+
+	other := bytes.Replace(raw, []byte(`"manager":"`), []byte(`"manager":"x`), 1)
+	o, err := Decode(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(o.Metadata.ManagedFields, a.Metadata.ManagedFields) {
+		t.Fatal("the changed pod decoded with the first one's managed fields")
+	}
+}
+
+// The table keeps at most max values: when full it starts again, and what
+// it gave out stays as it was.
+func TestInternTableStartsAgainWhenFull(t *testing.T) {
+	tab := internTable{max: 3}
+	var kept []stdjson.RawMessage
+	for i := range 3 {
+		kept = append(kept, tab.intern(stdjson.RawMessage(fmt.Sprintf(`[%d]`, i))))
+	}
+	if again := tab.intern(stdjson.RawMessage(`[1]`)); !sameBytes(again, kept[1]) {
+		t.Fatal("a value kept was not given out again")
+	}
+	if len(tab.m) != 3 {
+		t.Fatalf("the table holds %d values, want 3", len(tab.m))
+	}
+	tab.intern(stdjson.RawMessage(`[3]`))
+	if len(tab.m) != 1 {
+		t.Fatalf("after a fourth value the table holds %d, want 1 (it starts again)", len(tab.m))
+	}
+	if again := tab.intern(stdjson.RawMessage(`[1]`)); sameBytes(again, kept[1]) || string(again) != `[1]` {
+		t.Fatalf("after starting again, [1] came back as %s from the old table", again)
+	}
+	for i, v := range kept {
+		if string(v) != fmt.Sprintf(`[%d]`, i) {
+			t.Fatalf("value %d is now %s", i, v)
+		}
+	}
+	// A value with room to grow is kept without it, so that an append
+	// to what one caller was given copies rather than writes into what
+	// the next is given.
+	roomy := append(make(stdjson.RawMessage, 0, 64), `[9]`...)
+	grown := append(tab.intern(roomy), '!')
+	if again := tab.intern(stdjson.RawMessage(`[9]`)); samePlace(grown, again) || string(again) != `[9]` {
+		t.Fatalf("an append to a kept value wrote into it: [9] is now %s", again)
+	}
+	if got := tab.intern(nil); got != nil {
+		t.Fatalf("nil came back as %q", got)
+	}
+}
