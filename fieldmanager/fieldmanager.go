@@ -41,6 +41,7 @@ type Managers struct {
 
 	creates memo[[]byte]
 	updates memo[answer]
+	stamps  stamps
 }
 
 type managerKey struct {
@@ -81,6 +82,7 @@ func (m *Managers) forKind(apiVersion, kind, subresource string) (*managedfields
 		// Answers of the field managers of other documents do not hold.
 		m.creates.reset()
 		m.updates.reset()
+		m.stamps.reset()
 	}
 	key := managerKey{gvk, subresource}
 	if fm, ok := m.fms[key]; ok {

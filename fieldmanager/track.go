@@ -76,14 +76,52 @@ func (m *Managers) created(manager string, next *object.Object) *object.Object {
 		}
 		m.creates.put(c.content, encoded)
 	}
-	now := time.Now().UTC().Truncate(time.Second).Format(time.RFC3339)
-	b := bytes.ReplaceAll(encoded, []byte(timeStandIn), []byte(`"time":"`+now+`"`))
-	if c.owner != nil {
-		b = bytes.ReplaceAll(b, []byte(ownerUIDStandIn), []byte(c.owner.UID))
-		b = bytes.ReplaceAll(b, []byte(ownerNameStandIn), []byte(c.owner.Name))
-	}
-	next.Metadata.ManagedFields = b
+	next.Metadata.ManagedFields = m.stamps.stamp(c, encoded, time.Now())
 	return next
+}
+
+// stamps remembers the managed fields of recent creates as written, with
+// their owner and time in place: a ReplicaSet's pods made in the same
+// second have the same, byte for byte, and share one copy of them (managed
+// fields are replaced whole, never written in place).
+type stamps struct {
+	mu sync.Mutex
+	m  map[stampKey][]byte
+}
+
+type stampKey struct {
+	content         [32]byte
+	now, uid, owner string
+}
+
+func (s *stamps) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m = nil
+}
+
+// stamp is encoded, the answer to the create c, with c's owner and the
+// second of now in place of their stand-ins.
+func (s *stamps) stamp(c create, encoded []byte, now time.Time) []byte {
+	k := stampKey{content: c.content, now: now.UTC().Truncate(time.Second).Format(time.RFC3339)}
+	if c.owner != nil {
+		k.uid, k.owner = c.owner.UID, c.owner.Name
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b, ok := s.m[k]; ok {
+		return b
+	}
+	b := bytes.ReplaceAll(encoded, []byte(timeStandIn), []byte(`"time":"`+k.now+`"`))
+	if c.owner != nil {
+		b = bytes.ReplaceAll(b, []byte(ownerUIDStandIn), []byte(k.uid))
+		b = bytes.ReplaceAll(b, []byte(ownerNameStandIn), []byte(k.owner))
+	}
+	if s.m == nil || len(s.m) >= memoSize {
+		s.m = map[stampKey][]byte{}
+	}
+	s.m[k] = b
+	return b
 }
 
 // answerCreate is the field manager's answer to a create of o, with

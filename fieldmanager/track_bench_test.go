@@ -35,6 +35,29 @@ func BenchmarkTrackCreate(b *testing.B) {
 	}
 }
 
+// BenchmarkTrackCreateOneOwner: one ReplicaSet's pods, as one Deployment
+// of many replicas makes them.
+func BenchmarkTrackCreateOneOwner(b *testing.B) {
+	m := managers(&testing.T{})
+	objs := make([]*object.Object, 1000)
+	for i := range objs {
+		o, err := object.Decode([]byte(fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-x-%d","namespace":"default",
+ "labels":{"app":"web","pod-template-hash":"x"},
+ "ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-x","uid":"8d3c7a52","controller":true,"blockOwnerDeletion":true}]},
+ "spec":{"containers":[{"name":"web","image":"nginx:1.27","command":["sleep","60"],"resources":{"requests":{"cpu":"100m","memory":"64Mi"}}}],
+ "restartPolicy":"Always","terminationGracePeriodSeconds":30}}`, i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		objs[i] = o
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		m.Track("homeostat-controllers", "", nil, objs[i%len(objs)].Clone())
+	}
+}
+
 // BenchmarkTrackRenew: a node's Lease renewed, its time moved.
 func BenchmarkTrackRenew(b *testing.B) {
 	m := managers(&testing.T{})

@@ -3,6 +3,8 @@ package fieldmanager
 import (
 	"strings"
 	"testing"
+	"time"
+	"unsafe"
 
 	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/openapi"
@@ -73,4 +75,42 @@ func quote(s string) string {
 	}
 	b.WriteByte('"')
 	return b.String()
+}
+
+// TestStampsOfOneOwnerAndSecondAreShared: creates of one owner in one
+// second are given one copy of their managed fields, which names that
+// owner and second; another owner, another second or other content gets
+// its own.
+func TestStampsOfOneOwnerAndSecondAreShared(t *testing.T) {
+	encoded := []byte(`[{"manager":"m",` + timeStandIn + `,"fieldsV1":{"k:{\"uid\":\"` + ownerUIDStandIn + `\"}":{"f:name":"` + ownerNameStandIn + `"}}}]`)
+	owner := func(uid, name string) create {
+		return create{content: [32]byte{1}, owner: &object.OwnerReference{UID: uid, Name: name}}
+	}
+	at := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	var s stamps
+	first := s.stamp(owner("u1", "rs1"), encoded, at)
+	want := `[{"manager":"m","time":"2026-11-27T10:00:00Z","fieldsV1":{"k:{\"uid\":\"u1\"}":{"f:name":"rs1"}}}]`
+	if string(first) != want {
+		t.Fatalf("stamped %s, want %s", first, want)
+	}
+	if again := s.stamp(owner("u1", "rs1"), encoded, at.Add(900*time.Millisecond)); unsafe.SliceData(again) != unsafe.SliceData(first) {
+		t.Fatal("a second create of the owner in the same second got a copy of its own")
+	}
+	other := create{content: [32]byte{2}, owner: &object.OwnerReference{UID: "u1", Name: "rs1"}}
+	for name, got := range map[string][]byte{
+		"another owner":   s.stamp(owner("u2", "rs2"), encoded, at),
+		"another second":  s.stamp(owner("u1", "rs1"), encoded, at.Add(time.Second)),
+		"another content": s.stamp(other, []byte(`[`+timeStandIn+`]`), at),
+	} {
+		if unsafe.SliceData(got) == unsafe.SliceData(first) || string(got) == want {
+			t.Errorf("%s: given the first create's managed fields %s", name, got)
+		}
+	}
+	if grown := append(first, '!'); unsafe.SliceData(grown) == unsafe.SliceData(first) {
+		t.Fatal("an append to stamped managed fields wrote into the shared copy")
+	}
+	s.reset()
+	if fresh := s.stamp(owner("u1", "rs1"), encoded, at); unsafe.SliceData(fresh) == unsafe.SliceData(first) || string(fresh) != want {
+		t.Fatalf("after a reset, stamped %s from the old copy", fresh)
+	}
 }
