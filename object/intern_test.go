@@ -37,6 +37,13 @@ func TestDecodedObjectsShareTheirManagedFields(t *testing.T) {
 	if c := a.Clone(); !sameBytes(c.Metadata.ManagedFields, a.Metadata.ManagedFields) {
 		t.Fatal("a clone copied the managed fields")
 	}
+	roomy := &Object{Metadata: Meta{ManagedFields: append(make(stdjson.RawMessage, 0, 64), `[]`...)}}
+	if grown := append(roomy.Clone().Metadata.ManagedFields, '!'); samePlace(grown, roomy.Metadata.ManagedFields) {
+		t.Fatal("an append to a clone's managed fields wrote into the original's")
+	}
+	if (&Object{}).Clone().Metadata.ManagedFields != nil {
+		t.Fatal("a clone of an object without managed fields has some")
+	}
 	want := string(a.Metadata.ManagedFields)
 	grown := append(b.Metadata.ManagedFields, ' ')
 	if string(a.Metadata.ManagedFields) != want || samePlace(grown, a.Metadata.ManagedFields) {

@@ -197,6 +197,8 @@ func (o *Object) Clone() *Object {
 	if o.Metadata.Finalizers != nil {
 		m.Finalizers = append([]string(nil), o.Metadata.Finalizers...)
 	}
+	// Shared with no room to grow, so that an append to either copies.
+	m.ManagedFields = o.Metadata.ManagedFields[:len(o.Metadata.ManagedFields):len(o.Metadata.ManagedFields)]
 	if o.Metadata.DeletionTimestamp != nil {
 		t := *o.Metadata.DeletionTimestamp
 		m.DeletionTimestamp = &t
