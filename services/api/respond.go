@@ -1,9 +1,11 @@
 package api
 
 import (
+	"bufio"
 	"encoding/json"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -72,7 +74,10 @@ func writeObject(w http.ResponseWriter, r *http.Request, code int, v any) {
 
 // writeListJSON answers with list as JSON, its items already encoded (an
 // item encoded as nil is encoded here): a list of many objects spends its
-// time encoding them, and their JSON changes only when they do.
+// time encoding them, and their JSON changes only when they do. The body
+// is streamed through a small buffer rather than made whole first: for
+// 10,000 pods, 21 MB made and copied for every list was a third of a
+// list's time in the API.
 func writeListJSON(w http.ResponseWriter, list object.List, items [][]byte) {
 	head, err := json.Marshal(struct {
 		APIVersion string          `json:"apiVersion"`
@@ -83,29 +88,39 @@ func writeListJSON(w http.ResponseWriter, list object.List, items [][]byte) {
 		writeJSON(w, http.StatusOK, list)
 		return
 	}
-	size := len(head) + len(`,"items":[]}`) + len(items) + 1
-	for _, b := range items {
-		size += len(b)
-	}
-	body := make([]byte, 0, size)
-	body = append(append(body, head[:len(head)-1]...), `,"items":[`...)
+	// Whatever fails to encode fails before a byte is sent; items may be
+	// a cache's, so what is encoded here goes in a copy.
+	copied := false
 	for i, b := range items {
-		if b == nil {
-			if b, err = object.Encode(list.Items[i]); err != nil {
-				writeJSON(w, http.StatusOK, list)
-				return
-			}
+		if b != nil {
+			continue
 		}
-		if i > 0 {
-			body = append(body, ',')
+		if b, err = object.Encode(list.Items[i]); err != nil {
+			writeJSON(w, http.StatusOK, list)
+			return
 		}
-		body = append(body, b...)
+		if !copied {
+			items, copied = slices.Clone(items), true
+		}
+		items[i] = b
 	}
-	body = append(body, "]}\n"...)
 	w.Header().Set("Content-Type", mediaJSON)
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body)
+	body := bufio.NewWriterSize(w, listBuffer)
+	_, _ = body.Write(head[:len(head)-1])
+	_, _ = body.WriteString(`,"items":[`)
+	for i, b := range items {
+		if i > 0 {
+			_ = body.WriteByte(',')
+		}
+		_, _ = body.Write(b)
+	}
+	_, _ = body.WriteString("]}\n")
+	_ = body.Flush()
 }
+
+// listBuffer is how much of a list is sent at a time.
+const listBuffer = 64 << 10
 
 // jsonToProto encodes JSON of a built-in kind (or its list) as protobuf,
 // or returns nil when Kubernetes has no such type.
