@@ -13,35 +13,41 @@ import (
 // off the live heap of a process caching 100,000 pods. Shared values are
 // read-only, as every cached object's parts are: nothing writes into a
 // RawMessage, a change replaces it.
-var managedFields = internTable{max: 4096}
+var managedFields = internTable{maxBytes: 4 << 20, maxValue: 64 << 10}
 
-// internTable is a set of byte strings, each kept once. When it holds max
-// of them it starts again, so that values no longer decoded go; objects
-// keep what they were given either way.
+// internTable is a set of byte strings, each kept once. When it holds
+// maxBytes it starts again, so that values no longer decoded go; objects
+// keep what they were given either way. A value longer than maxValue is
+// not kept.
 type internTable struct {
-	max int
+	maxBytes, maxValue int
 
-	mu sync.Mutex
+	mu   sync.Mutex
+	size int
 	// The keys alias the values' bytes, which are never written.
 	m map[string]stdjson.RawMessage
 }
 
 // intern returns the kept copy of b's bytes, keeping b (which the caller
-// gives up) when there is none.
+// gives up) when there is none. What it returns has no room to grow, so
+// that an append to a shared value copies it.
 func (t *internTable) intern(b stdjson.RawMessage) stdjson.RawMessage {
 	if len(b) == 0 {
 		return b
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if v, ok := t.m[string(b)]; ok {
+	v := b[:len(b):len(b)]
+	if len(v) > t.maxValue {
 		return v
 	}
-	if t.m == nil || len(t.m) >= t.max {
-		t.m = make(map[string]stdjson.RawMessage, t.max/4)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if kept, ok := t.m[string(v)]; ok {
+		return kept
 	}
-	// Full capacity, so that an append to a shared value copies it.
-	v := b[:len(b):len(b)]
+	if t.m == nil || t.size+len(v) > t.maxBytes {
+		t.m, t.size = map[string]stdjson.RawMessage{}, 0
+	}
 	t.m[unsafe.String(unsafe.SliceData(v), len(v))] = v
+	t.size += len(v)
 	return v
 }

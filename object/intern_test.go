@@ -60,10 +60,10 @@ func TestDecodedObjectsShareTheirManagedFields(t *testing.T) {
 	}
 }
 
-// The table keeps at most max values: when full it starts again, and what
-// it gave out stays as it was.
+// The table keeps at most maxBytes: when full it starts again, and what
+// it gave out stays as it was. A value longer than maxValue is not kept.
 func TestInternTableStartsAgainWhenFull(t *testing.T) {
-	tab := internTable{max: 3}
+	tab := internTable{maxBytes: 9, maxValue: 5}
 	var kept []stdjson.RawMessage
 	for i := range 3 {
 		kept = append(kept, tab.intern(stdjson.RawMessage(fmt.Sprintf(`[%d]`, i))))
@@ -75,8 +75,8 @@ func TestInternTableStartsAgainWhenFull(t *testing.T) {
 		t.Fatalf("the table holds %d values, want 3", len(tab.m))
 	}
 	tab.intern(stdjson.RawMessage(`[3]`))
-	if len(tab.m) != 1 {
-		t.Fatalf("after a fourth value the table holds %d, want 1 (it starts again)", len(tab.m))
+	if len(tab.m) != 1 || tab.size != 3 {
+		t.Fatalf("after a fourth value the table holds %d values of %d bytes, want 1 of 3 (it starts again)", len(tab.m), tab.size)
 	}
 	if again := tab.intern(stdjson.RawMessage(`[1]`)); sameBytes(again, kept[1]) || string(again) != `[1]` {
 		t.Fatalf("after starting again, [1] came back as %s from the old table", again)
@@ -86,13 +86,22 @@ func TestInternTableStartsAgainWhenFull(t *testing.T) {
 			t.Fatalf("value %d is now %s", i, v)
 		}
 	}
+	long := tab.intern(stdjson.RawMessage(`[1,2,3]`))
+	if again := tab.intern(stdjson.RawMessage(`[1,2,3]`)); sameBytes(again, long) || len(tab.m) != 2 {
+		t.Fatalf("a value longer than maxValue was kept (the table holds %d)", len(tab.m))
+	}
 	// A value with room to grow is kept without it, so that an append
 	// to what one caller was given copies rather than writes into what
 	// the next is given.
-	roomy := append(make(stdjson.RawMessage, 0, 64), `[9]`...)
-	grown := append(tab.intern(roomy), '!')
-	if again := tab.intern(stdjson.RawMessage(`[9]`)); samePlace(grown, again) || string(again) != `[9]` {
-		t.Fatalf("an append to a kept value wrote into it: [9] is now %s", again)
+	for _, roomy := range []stdjson.RawMessage{
+		append(make(stdjson.RawMessage, 0, 64), `[9]`...),
+		append(make(stdjson.RawMessage, 0, 64), `[1,2,3,4]`...), // not kept
+	} {
+		want := string(roomy)
+		grown := append(tab.intern(roomy), '!')
+		if samePlace(grown, roomy) || string(roomy) != want {
+			t.Fatalf("an append to %s wrote into it", want)
+		}
 	}
 	if got := tab.intern(nil); got != nil {
 		t.Fatalf("nil came back as %q", got)
