@@ -12,24 +12,13 @@ import (
 // ReplicaSets make them.
 func BenchmarkTrackCreate(b *testing.B) {
 	m := managers(&testing.T{})
-	pods := make([][]byte, 20000)
-	for i := range pods {
-		pods[i] = []byte(fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-%[1]d-x","namespace":"default",
+	objs := decodeAll(b, 20000, func(i int) string {
+		return fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-%[1]d-x","namespace":"default",
  "labels":{"app":"web-%[1]d","pod-template-hash":"h%[1]d"},
  "ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-%[1]d","uid":"8d3c7a52-%[1]d","controller":true,"blockOwnerDeletion":true}]},
  "spec":{"containers":[{"name":"web","image":"nginx:1.27","command":["sleep","60"],"ports":[{"containerPort":80,"protocol":"TCP"}],"resources":{"requests":{"cpu":"100m","memory":"64Mi"}}}],
- "restartPolicy":"Always","terminationGracePeriodSeconds":30}}`, i/10))
-	}
-	objs := make([]*object.Object, len(pods))
-	for i, p := range pods {
-		o, err := object.Decode(p)
-		if err != nil {
-			b.Fatal(err)
-		}
-		objs[i] = o
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
+ "restartPolicy":"Always","terminationGracePeriodSeconds":30}}`, i/10)
+	})
 	for i := 0; b.Loop(); i++ {
 		m.Track("homeostat-controllers", "", nil, objs[i%len(objs)])
 	}
@@ -39,13 +28,25 @@ func BenchmarkTrackCreate(b *testing.B) {
 // of many replicas makes them.
 func BenchmarkTrackCreateOneOwner(b *testing.B) {
 	m := managers(&testing.T{})
-	objs := make([]*object.Object, 1000)
-	for i := range objs {
-		o, err := object.Decode([]byte(fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-x-%d","namespace":"default",
+	objs := decodeAll(b, 1000, func(i int) string {
+		return fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-x-%d","namespace":"default",
  "labels":{"app":"web","pod-template-hash":"x"},
  "ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-x","uid":"8d3c7a52","controller":true,"blockOwnerDeletion":true}]},
  "spec":{"containers":[{"name":"web","image":"nginx:1.27","command":["sleep","60"],"resources":{"requests":{"cpu":"100m","memory":"64Mi"}}}],
- "restartPolicy":"Always","terminationGracePeriodSeconds":30}}`, i)))
+ "restartPolicy":"Always","terminationGracePeriodSeconds":30}}`, i)
+	})
+	for i := 0; b.Loop(); i++ {
+		m.Track("homeostat-controllers", "", nil, objs[i%len(objs)].Clone())
+	}
+}
+
+// decodeAll decodes n objects, the i-th from doc(i), and starts the
+// benchmark's clock and allocation count after.
+func decodeAll(b *testing.B, n int, doc func(i int) string) []*object.Object {
+	b.Helper()
+	objs := make([]*object.Object, n)
+	for i := range objs {
+		o, err := object.Decode([]byte(doc(i)))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -53,9 +54,7 @@ func BenchmarkTrackCreateOneOwner(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		m.Track("homeostat-controllers", "", nil, objs[i%len(objs)].Clone())
-	}
+	return objs
 }
 
 // BenchmarkTrackRenew: a node's Lease renewed, its time moved.
