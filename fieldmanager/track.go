@@ -117,6 +117,9 @@ func (s *stamps) stamp(c create, encoded []byte, now time.Time) []byte {
 		b = bytes.ReplaceAll(b, []byte(ownerUIDStandIn), []byte(k.uid))
 		b = bytes.ReplaceAll(b, []byte(ownerNameStandIn), []byte(k.owner))
 	}
+	// Shared, so with no room to grow: an append to it copies. (A
+	// replacement that finds nothing returns a copy with room to spare.)
+	b = b[:len(b):len(b)]
 	if s.m == nil || len(s.m) >= memoSize {
 		s.m = map[stampKey][]byte{}
 	}

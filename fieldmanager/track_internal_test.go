@@ -82,14 +82,15 @@ func quote(s string) string {
 // owner and second; another owner, another second or other content gets
 // its own.
 func TestStampsOfOneOwnerAndSecondAreShared(t *testing.T) {
-	encoded := []byte(`[{"manager":"m",` + timeStandIn + `,"fieldsV1":{"k:{\"uid\":\"` + ownerUIDStandIn + `\"}":{"f:name":"` + ownerNameStandIn + `"}}}]`)
+	// As the field manager writes them: the owner by uid alone.
+	encoded := []byte(`[{"manager":"m",` + timeStandIn + `,"fieldsV1":{"k:{\"uid\":\"` + ownerUIDStandIn + `\"}":{"f:name":{}}}}]`)
 	owner := func(uid, name string) create {
 		return create{content: [32]byte{1}, owner: &object.OwnerReference{UID: uid, Name: name}}
 	}
 	at := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	var s stamps
 	first := s.stamp(owner("u1", "rs1"), encoded, at)
-	want := `[{"manager":"m","time":"2026-11-27T10:00:00Z","fieldsV1":{"k:{\"uid\":\"u1\"}":{"f:name":"rs1"}}}]`
+	want := `[{"manager":"m","time":"2026-11-27T10:00:00Z","fieldsV1":{"k:{\"uid\":\"u1\"}":{"f:name":{}}}}]`
 	if string(first) != want {
 		t.Fatalf("stamped %s, want %s", first, want)
 	}

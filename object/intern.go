@@ -13,7 +13,24 @@ import (
 // off the live heap of a process caching 100,000 pods. Shared values are
 // read-only, as every cached object's parts are: nothing writes into a
 // RawMessage, a change replaces it.
-var managedFields = internTable{maxBytes: 4 << 20, maxValue: 64 << 10}
+var managedFields = newInternShards(4<<20, 64<<10)
+
+// internShards spreads a table over shards chosen by a value's length,
+// so that equal values meet in one and decodes on many cores seldom wait
+// for the same lock.
+type internShards [16]internTable
+
+func newInternShards(maxBytes, maxValue int) *internShards {
+	var s internShards
+	for i := range s {
+		s[i] = internTable{maxBytes: maxBytes / len(s), maxValue: maxValue}
+	}
+	return &s
+}
+
+func (s *internShards) intern(b stdjson.RawMessage) stdjson.RawMessage {
+	return s[len(b)%len(s)].intern(b)
+}
 
 // internTable is a set of byte strings, each kept once. When it holds
 // maxBytes it starts again, so that values no longer decoded go; objects

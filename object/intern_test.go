@@ -107,3 +107,20 @@ func TestInternTableStartsAgainWhenFull(t *testing.T) {
 		t.Fatalf("nil came back as %q", got)
 	}
 }
+
+// Equal values meet in one shard, whose bound is its share of the whole.
+func TestInternShards(t *testing.T) {
+	s := newInternShards(16*9, 5)
+	a := s.intern(stdjson.RawMessage(`[1]`))
+	if b := s.intern(stdjson.RawMessage(`[1]`)); !sameBytes(a, b) {
+		t.Fatal("an equal value was not given the kept copy")
+	}
+	for i := range s {
+		if s[i].maxBytes != 9 || s[i].maxValue != 5 {
+			t.Fatalf("shard %d is bounded at %d bytes and values of %d, want 9 and 5", i, s[i].maxBytes, s[i].maxValue)
+		}
+	}
+	if n := len(s[3].m); n != 1 {
+		t.Fatalf("the shard of three-byte values holds %d, want 1", n)
+	}
+}
