@@ -277,8 +277,11 @@ func ignoreNotFound(err error) error {
 	return err
 }
 
-// sooner is the sooner of two times to look again, the first 0 for none yet.
+// sooner is the sooner of two times to look again, either 0 for none.
 func sooner(cur, d time.Duration) time.Duration {
+	if d == 0 {
+		return cur
+	}
 	if cur == 0 || d < cur {
 		return d
 	}

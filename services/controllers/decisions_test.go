@@ -239,6 +239,8 @@ func TestSooner(t *testing.T) {
 		{0, 3 * time.Second, 3 * time.Second},
 		{2 * time.Second, 3 * time.Second, 2 * time.Second},
 		{5 * time.Second, 3 * time.Second, 3 * time.Second},
+		{5 * time.Second, 0, 5 * time.Second},
+		{0, 0, 0},
 	} {
 		if got := sooner(tc.cur, tc.d); got != tc.want {
 			t.Errorf("sooner(%s, %s) = %s, want %s", tc.cur, tc.d, got, tc.want)

@@ -118,7 +118,7 @@ func (c *jobs) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.
 		}
 	}
 	st.Active, st.Ready = int32(len(active)), ready
-	requeue = max(requeue, untilExpiry(spec, status, st))
+	requeue = sooner(requeue, untilExpiry(spec, status, st))
 	if err := updateStatus(ctx, c.jobs.Store(), o, st); err != nil {
 		errs = append(errs, err)
 	}
