@@ -76,8 +76,8 @@ func writeObject(w http.ResponseWriter, r *http.Request, code int, v any) {
 // item encoded as nil is encoded here): a list of many objects spends its
 // time encoding them, and their JSON changes only when they do. The body
 // is streamed through a small buffer rather than made whole first: for
-// 10,000 pods, 21 MB made and copied for every list was a third of a
-// list's time in the API.
+// 10,000 pods that was 21 MB allocated and copied for every list, and
+// nothing sent until it was done.
 func writeListJSON(w http.ResponseWriter, list object.List, items [][]byte) {
 	head, err := json.Marshal(struct {
 		APIVersion string          `json:"apiVersion"`
