@@ -19,3 +19,18 @@ func BenchmarkBoundNode(b *testing.B) {
 		kinds.BoundNode(o)
 	}
 }
+
+// The typed decoding informers keep pods with, once per change.
+func BenchmarkDecodePod(b *testing.B) {
+	data, _ := os.ReadFile("../object/testdata/pod.json")
+	o, err := object.Decode(data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := kinds.DecodePod(o); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

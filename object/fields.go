@@ -31,7 +31,7 @@ type decoding struct {
 // (RBAC's rules, a ConfigMap's data) included.
 func Decode(data []byte) (*Object, error) {
 	var o *decoding
-	if err := json.Unmarshal(data, &o); err != nil {
+	if err := unmarshal(data, &o); err != nil {
 		return nil, err
 	}
 	if o != nil {
@@ -97,7 +97,7 @@ func (o *Object) Field(name string, v any) error {
 	if !ok || len(raw) == 0 {
 		return nil
 	}
-	return json.Unmarshal(raw, v)
+	return unmarshal(raw, v)
 }
 
 // SetField encodes v as the top-level member name; nil removes it.

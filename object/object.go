@@ -252,7 +252,7 @@ func (o *Object) DecodeSpec(v any) error {
 	if len(o.Spec) == 0 {
 		return nil
 	}
-	return json.Unmarshal(o.Spec, v)
+	return unmarshal(o.Spec, v)
 }
 
 // DecodeStatus decodes the status into v; an absent status leaves v unchanged.
@@ -260,7 +260,7 @@ func (o *Object) DecodeStatus(v any) error {
 	if len(o.Status) == 0 {
 		return nil
 	}
-	return json.Unmarshal(o.Status, v)
+	return unmarshal(o.Status, v)
 }
 
 // SetSpec encodes v as the spec.
