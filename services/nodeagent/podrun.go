@@ -12,10 +12,11 @@ import (
 // had, and keeps its volumes current while they run. A pod that refers
 // to no ConfigMap or Secret starts at once and is never synced.
 type podRun struct {
-	w    *podWorker
-	pod  *kinds.Pod
-	sync <-chan time.Time // each sync period, when the pod needs syncing
-	tick *time.Ticker
+	w   *podWorker
+	pod *kinds.Pod
+	// sync signals the worker each sync period, when the pod needs
+	// syncing (nil otherwise); nextSync sets it again.
+	sync *time.Timer
 	// done closes when the runtime's Run returns.
 	done    chan struct{}
 	running bool
@@ -24,10 +25,16 @@ type podRun struct {
 func newPodRun(w *podWorker, pod *kinds.Pod) *podRun {
 	r := &podRun{w: w, pod: pod, done: make(chan struct{})}
 	if needsConfig(&pod.Spec) {
-		r.tick = time.NewTicker(w.a.cfg.ConfigSync)
-		r.sync = r.tick.C
+		r.sync = time.AfterFunc(w.a.cfg.ConfigSync, func() { w.signal(sigSync) })
 	}
 	return r
+}
+
+// nextSync sets the sync for the next period, once one has been acted on.
+func (r *podRun) nextSync() {
+	if r.sync != nil {
+		r.sync.Reset(r.w.a.cfg.ConfigSync)
+	}
 }
 
 // start fetches the pod's configuration, writes its volumes and, the
@@ -81,10 +88,10 @@ func (r *podRun) wait() {
 	}
 }
 
-// stopSync ends the sync ticker.
+// stopSync ends the syncs.
 func (r *podRun) stopSync() {
-	if r.tick != nil {
-		r.tick.Stop()
+	if r.sync != nil {
+		r.sync.Stop()
 	}
 }
 

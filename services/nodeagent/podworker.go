@@ -7,14 +7,11 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/clock"
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
-	"github.com/homeostat/homeostat/tracing"
 )
 
 // podWorker owns one pod on the node: it runs the pod through the runtime,
@@ -36,16 +33,17 @@ type podWorker struct {
 	unwritten    bool // reported has not been handed to a writer yet
 	started      time.Time
 
-	updates  chan struct{}
-	removal  chan struct{}
-	statusCh chan struct{}
-	once     sync.Once
-	done     chan struct{}
+	// What the loop has to act on, and whether a goroutine runs it
+	// (podloop.go); the loop's own state is its goroutine's alone.
+	signals signal
+	active  bool
+	ended   bool
+	loop    *podLoop
+	done    chan struct{}
 }
 
 func newPodWorker(a *Agent, p *kinds.Pod, tctx context.Context) *podWorker {
-	return &podWorker{a: a, key: p.Key(), pod: p, stored: p.Object, storedStatus: &p.Status, tctx: tctx,
-		updates: make(chan struct{}, 1), removal: make(chan struct{}), statusCh: make(chan struct{}, 1), done: make(chan struct{})}
+	return &podWorker{a: a, key: p.Key(), pod: p, stored: p.Object, storedStatus: &p.Status, tctx: tctx, done: make(chan struct{})}
 }
 
 func (w *podWorker) uid() string {
@@ -70,13 +68,10 @@ func (w *podWorker) update(p *kinds.Pod) {
 		w.stored, w.storedStatus = p.Object, &p.Status
 	}
 	w.mu.Unlock()
-	select {
-	case w.updates <- struct{}{}:
-	default:
-	}
+	w.signal(sigUpdate)
 }
 
-func (w *podWorker) remove() { w.once.Do(func() { close(w.removal) }) }
+func (w *podWorker) remove() { w.signal(sigRemove) }
 
 func (w *podWorker) wait() { <-w.done }
 
@@ -86,65 +81,6 @@ func rev(o *object.Object) uint64 {
 	}
 	r, _ := bus.Revision(o.Metadata.ResourceVersion)
 	return r
-}
-
-// start marks the pod's arrival in its trace, on the caller's goroutine
-// (a tracer's calls run deep, and a new goroutine's stack would grow for
-// them), and runs the pod.
-func (w *podWorker) start(ctx context.Context) {
-	_, span := tracing.Tracer().Start(w.tctx, "start pod", trace.WithAttributes(
-		attribute.String("pod", w.key), attribute.String("node", w.a.cfg.NodeName)))
-	span.End()
-	go w.loop(ctx)
-}
-
-func (w *podWorker) loop(ctx context.Context) {
-	defer close(w.done)
-	w.mu.Lock()
-	pod := w.pod
-	w.started = time.Now().UTC().Truncate(time.Second)
-	w.mu.Unlock()
-
-	sctx, stopStatus := context.WithCancel(trace.ContextWithSpanContext(ctx, trace.SpanContextFromContext(w.tctx)))
-	writes := statusWrites{done: make(chan struct{}, 1)}
-	defer func() { stopStatus(); writes.wg.Wait() }()
-
-	runCtx, stopRun := context.WithCancel(ctx)
-	defer stopRun()
-	run := newPodRun(w, pod)
-	if !pod.Metadata.Deleting() {
-		run.start(runCtx)
-	}
-	defer run.stopSync()
-	for {
-		w.mu.Lock()
-		deleting := w.pod.Metadata.Deleting()
-		w.mu.Unlock()
-		if deleting {
-			w.terminate(ctx, stopRun, run.wait, true)
-			w.a.forget(w.key, w)
-			return
-		}
-		select {
-		case <-ctx.Done():
-			// The agent stops; the containers keep running for the next agent.
-			stopRun()
-			run.wait()
-			return
-		case <-w.removal:
-			w.terminate(ctx, stopRun, run.wait, false)
-			w.a.forget(w.key, w)
-			return
-		case <-w.updates:
-		case <-run.sync:
-			run.start(runCtx)
-		case <-w.statusCh:
-			writes.start(sctx, w)
-		case <-writes.done:
-			writes.running = false
-			writes.start(sctx, w)
-		}
-	}
 }
 
 // terminate stops the containers within the grace period; for a pod being
@@ -215,10 +151,7 @@ func (w *podWorker) report(st kinds.PodStatus) {
 	w.mu.Lock()
 	w.reported, w.unwritten = &st, true
 	w.mu.Unlock()
-	select {
-	case w.statusCh <- struct{}{}:
-	default:
-	}
+	w.signal(sigStatus)
 }
 
 // statusWrites runs a pod's status writer, one at a time, on a goroutine
@@ -227,7 +160,7 @@ func (w *podWorker) report(st kinds.PodStatus) {
 // as many, waiting. Only the worker's loop calls it.
 type statusWrites struct {
 	running bool
-	done    chan struct{} // the writer has returned; buffered, it never waits
+	ended   func() // called as the writer returns; it must not wait
 	wg      sync.WaitGroup
 }
 
@@ -243,7 +176,7 @@ func (s *statusWrites) start(ctx context.Context, w *podWorker) {
 		for ctx.Err() == nil && w.takeUnwritten() {
 			w.writeReported(ctx)
 		}
-		s.done <- struct{}{}
+		s.ended()
 	})
 }
 

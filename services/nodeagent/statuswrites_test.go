@@ -67,7 +67,8 @@ func TestStatusWritesWriteTheLatestReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := newPodWorker(a, p, context.Background())
-	s := statusWrites{done: make(chan struct{}, 1)}
+	ended := make(chan struct{}, 1)
+	s := statusWrites{ended: func() { ended <- struct{}{} }}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer func() { cancel(); s.wg.Wait() }()
 
@@ -80,12 +81,12 @@ func TestStatusWritesWriteTheLatestReport(t *testing.T) {
 	rec.proceed <- struct{}{}
 	within(t, "write of the latest status", rec.arrived) // Succeeded, not Running
 	rec.proceed <- struct{}{}
-	poll.Until(t, "the writer returned", 10*time.Second, func() bool { return len(s.done) == 1 })
+	poll.Until(t, "the writer returned", 10*time.Second, func() bool { return len(ended) == 1 })
 
 	// Reported after the writer's last look, before the loop heard it end.
 	w.report(kinds.PodStatus{Phase: kinds.PodFailed})
 	s.start(ctx, w) // the loop hears the report first: a writer still runs
-	<-s.done
+	<-ended
 	s.running = false
 	s.start(ctx, w) // then that the writer ended: a new one writes Failed
 	within(t, "write of the status reported as the writer returned", rec.arrived)

@@ -1,0 +1,163 @@
+package nodeagent
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/tracing"
+)
+
+// A pod worker's loop acts on signals: a new version of the pod, its
+// removal from the node, its configuration's sync period, a reported
+// status, its writer's return, the agent's stop. It runs on a goroutine
+// only while it has signals to act on: a running pod with nothing to do
+// holds none. A host of 100,000 simulated pods held a waiting goroutine
+// for each, and their stacks were a quarter of its memory; growing and
+// shrinking them, and scanning them at each collection, an eighth of its
+// CPU.
+
+// signal is a set of what a worker's loop has to act on.
+type signal uint8
+
+const (
+	sigStart   signal = 1 << iota // the pod came: run it
+	sigUpdate                     // a new version of the pod
+	sigRemove                     // the pod left the node
+	sigSync                       // the sync period of its configuration came
+	sigStatus                     // a status was reported
+	sigWritten                    // the status writer returned
+	sigStop                       // the agent stops
+)
+
+// podLoop is the loop's own state, touched only by the goroutine that
+// runs the loop at the time (one at most: podWorker.active).
+type podLoop struct {
+	ctx        context.Context
+	runCtx     context.Context // the containers'
+	stopRun    context.CancelFunc
+	statusCtx  context.Context // the status writers'
+	stopStatus context.CancelFunc
+	unwatch    func() bool // forgets ctx's end
+	run        *podRun
+	writes     statusWrites
+}
+
+// signal adds to what the loop has to act on, and starts a goroutine to
+// run it unless one runs or the loop has ended.
+func (w *podWorker) signal(s signal) {
+	w.mu.Lock()
+	if w.ended {
+		w.mu.Unlock()
+		return
+	}
+	w.signals |= s
+	start := !w.active && w.loop != nil
+	w.active = w.active || start
+	w.mu.Unlock()
+	if start {
+		go w.steps()
+	}
+}
+
+// start marks the pod's arrival in its trace, on the caller's goroutine
+// (a tracer's calls run deep, and a new goroutine's stack would grow for
+// them), and runs the pod until ctx ends or the pod is gone.
+func (w *podWorker) start(ctx context.Context) {
+	_, span := tracing.Tracer().Start(w.tctx, "start pod", trace.WithAttributes(
+		attribute.String("pod", w.key), attribute.String("node", w.a.cfg.NodeName)))
+	span.End()
+	l := &podLoop{ctx: ctx}
+	l.statusCtx, l.stopStatus = context.WithCancel(trace.ContextWithSpanContext(ctx, trace.SpanContextFromContext(w.tctx)))
+	l.runCtx, l.stopRun = context.WithCancel(ctx)
+	l.writes.ended = func() { w.signal(sigWritten) }
+	// Heard before the loop is set, ctx's end waits for it.
+	l.unwatch = context.AfterFunc(ctx, func() { w.signal(sigStop) })
+	w.mu.Lock()
+	w.started = time.Now().UTC().Truncate(time.Second)
+	w.loop = l
+	w.mu.Unlock()
+	w.signal(sigStart)
+}
+
+// steps runs the loop while it has signals, and returns when it has none
+// or the loop ends.
+func (w *podWorker) steps() {
+	l := w.loop
+	for {
+		w.mu.Lock()
+		sig := w.signals
+		w.signals = 0
+		if sig == 0 {
+			w.active = false
+			w.mu.Unlock()
+			return
+		}
+		pod := w.pod
+		w.mu.Unlock()
+		if !l.step(w, sig, pod.Metadata.Deleting()) {
+			w.end()
+			return
+		}
+	}
+}
+
+// step acts on sig; false when the loop ends.
+func (l *podLoop) step(w *podWorker, sig signal, deleting bool) bool {
+	if sig&sigStart != 0 {
+		l.run = newPodRun(w, w.podNow())
+		if !deleting {
+			l.run.start(l.runCtx)
+		}
+	}
+	switch {
+	case deleting:
+		w.terminate(l.ctx, l.stopRun, l.run.wait, true)
+		w.a.forget(w.key, w)
+		return false
+	case sig&sigStop != 0:
+		// The agent stops; the containers keep running for the next agent.
+		l.stopRun()
+		l.run.wait()
+		return false
+	case sig&sigRemove != 0:
+		w.terminate(l.ctx, l.stopRun, l.run.wait, false)
+		w.a.forget(w.key, w)
+		return false
+	}
+	if sig&sigSync != 0 {
+		l.run.start(l.runCtx)
+		l.run.nextSync()
+	}
+	if sig&sigWritten != 0 {
+		l.writes.running = false
+	}
+	if sig&(sigStatus|sigWritten) != 0 {
+		l.writes.start(l.statusCtx, w)
+	}
+	return true
+}
+
+// end stops what the loop started and marks it ended: later signals go
+// unheard, and wait returns.
+func (w *podWorker) end() {
+	l := w.loop
+	l.stopStatus()
+	l.writes.wg.Wait()
+	l.run.stopSync()
+	l.stopRun()
+	l.unwatch()
+	w.mu.Lock()
+	w.ended, w.active = true, false
+	w.mu.Unlock()
+	close(w.done)
+}
+
+func (w *podWorker) podNow() *kinds.Pod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pod
+}

@@ -1,0 +1,185 @@
+package nodeagent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/testenv/poll"
+)
+
+// countingWriter takes every status write and removal at once, keeping
+// the phases written and the keys removed.
+type countingWriter struct {
+	mu      sync.Mutex
+	phases  []string
+	removed []string
+}
+
+func (c *countingWriter) UpdateStatus(_ context.Context, pod, current *object.Object) (*object.Object, error) {
+	var st kinds.PodStatus
+	if err := pod.DecodeStatus(&st); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.phases = append(c.phases, st.Phase)
+	c.mu.Unlock()
+	n := pod.Clone()
+	rv, _ := strconv.Atoi(current.Metadata.ResourceVersion)
+	n.Metadata.ResourceVersion = strconv.Itoa(rv + 1)
+	return n, nil
+}
+
+func (c *countingWriter) Remove(_ context.Context, key, _ string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.removed = append(c.removed, key)
+	return nil
+}
+
+func (c *countingWriter) written() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.phases...)
+}
+
+func (w *podWorker) idle() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.active && w.signals == 0
+}
+
+func (w *podWorker) isEnded() bool {
+	select {
+	case <-w.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func simulatedWorker(t *testing.T, ctx context.Context, name string) (*Agent, *podWorker, *countingWriter) {
+	t.Helper()
+	rec := &countingWriter{}
+	a := &Agent{cfg: Config{NodeName: "n1", Address: "127.0.0.1", Runtime: NewSimulated(0)}, log: slog.Default(),
+		write: rec, workers: map[string]*podWorker{}}
+	o := &object.Object{APIVersion: "v1", Kind: "Pod", Metadata: object.Meta{Name: name, Namespace: "default", UID: "uid-" + name, ResourceVersion: "1"},
+		Spec: []byte(`{"containers":[{"name":"c","command":["sleep","infinity"]}],"nodeName":"n1"}`)}
+	p, err := kinds.DecodePod(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newPodWorker(a, p, ctx)
+	a.workers[p.Key()] = w
+	w.start(ctx)
+	return a, w, rec
+}
+
+// A running pod with nothing to do holds no goroutine; what comes to it
+// later (a status, its deletion) starts one, which acts and goes.
+func TestIdlePodHoldsNoGoroutine(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, w, rec := simulatedWorker(t, ctx, "p1")
+	poll.Until(t, "Running written and the worker idle", 10*time.Second, func() bool {
+		got := rec.written()
+		return len(got) == 1 && got[0] == kinds.PodRunning && w.idle()
+	})
+
+	w.report(kinds.PodStatus{Phase: kinds.PodSucceeded})
+	poll.Until(t, "the next report written and the worker idle again", 10*time.Second, func() bool {
+		return len(rec.written()) == 2 && w.idle()
+	})
+	if w.isEnded() {
+		t.Fatal("the worker ended with its pod still on the node")
+	}
+
+	// Deleted: the containers stop and the pod object is removed.
+	next := w.podNow().Object.Clone()
+	now := time.Now()
+	next.Metadata.DeletionTimestamp = &now
+	p, err := kinds.DecodePod(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.update(p)
+	within(t, "the worker's end after the pod's deletion", w.done)
+	rec.mu.Lock()
+	removed := append([]string(nil), rec.removed...)
+	rec.mu.Unlock()
+	if len(removed) != 1 || removed[0] != "default.p1" {
+		t.Fatalf("removed %v, want the pod", removed)
+	}
+	a.mu.Lock()
+	_, kept := a.workers["default.p1"]
+	a.mu.Unlock()
+	if kept {
+		t.Fatal("the agent still has the ended worker")
+	}
+	w.signal(sigUpdate) // heard by no one
+	if !w.idle() {
+		t.Fatal("a signal after the end started the loop again")
+	}
+}
+
+// An idle worker ends when the agent stops, leaving its pod running.
+func TestIdleWorkerEndsWithTheAgent(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	_, w, rec := simulatedWorker(t, ctx, "p2")
+	poll.Until(t, "the worker idle", 10*time.Second, func() bool { return len(rec.written()) == 1 && w.idle() })
+	cancel()
+	within(t, "the worker's end with its agent", w.done)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.removed) != 0 {
+		t.Fatalf("removed %v when the agent stopped", rec.removed)
+	}
+}
+
+// A pod removed from the node is stopped, its object kept.
+func TestRemovedPodEndsItsWorker(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, w, rec := simulatedWorker(t, ctx, "p3")
+	poll.Until(t, "the worker idle", 10*time.Second, func() bool { return len(rec.written()) == 1 && w.idle() })
+	w.remove()
+	within(t, "the worker's end after its removal", w.done)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.removed) != 0 {
+		t.Fatalf("removed the object %v of a pod that only left the node", rec.removed)
+	}
+}
+
+// Many running pods with nothing to do hold no goroutine each.
+func TestIdlePodsHoldNoGoroutines(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	before := runtime.NumGoroutine()
+	const pods = 200
+	var ws []*podWorker
+	for i := range pods {
+		_, w, _ := simulatedWorker(t, ctx, fmt.Sprintf("p%d", i))
+		ws = append(ws, w)
+	}
+	poll.Until(t, "every worker idle", 10*time.Second, func() bool {
+		for _, w := range ws {
+			if !w.idle() {
+				return false
+			}
+		}
+		return true
+	})
+	// Goroutines that are not the workers' (the runtime's, the test's)
+	// come and go; a goroutine a worker would be 200 more.
+	poll.Until(t, "the goroutines of idle workers gone", 10*time.Second, func() bool {
+		return runtime.NumGoroutine() < before+pods/4
+	})
+}
