@@ -16,8 +16,8 @@ import (
 
 // PodSpec is a Pod's desired state; containers are OS processes.
 type PodSpec struct {
-	Containers                    []Container                `json:"containers"`
-	InitContainers                []Container                `json:"initContainers,omitempty"`
+	Containers                    Containers                 `json:"containers"`
+	InitContainers                Containers                 `json:"initContainers,omitempty"`
 	RestartPolicy                 string                     `json:"restartPolicy,omitempty"`
 	TerminationGracePeriodSeconds *int64                     `json:"terminationGracePeriodSeconds,omitempty"`
 	ActiveDeadlineSeconds         *int64                     `json:"activeDeadlineSeconds,omitempty"`
@@ -47,6 +47,34 @@ const (
 	RestartOnFailure = "OnFailure"
 	RestartNever     = "Never"
 )
+
+// Containers are a pod's containers, or its init containers. The pods of
+// one template have the same ones, byte for byte, and they are most of
+// what decoding a pod's spec costs and keeps: equal ones decoded lately
+// are decoded once and shared, read-only, as every decoded part of a
+// cached object is.
+type Containers []Container
+
+// sharedContainers holds the containers decoded lately: those of many
+// templates, and of every pod of each.
+// Its values are plain slices: decoding a Containers would come back here.
+var sharedContainers = object.NewSharedDecoder[[]Container](2<<20, 64<<10)
+
+// UnmarshalJSON decodes the containers, or gives the ones decoded from
+// the same bytes before.
+func (c *Containers) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*c = nil
+		return nil
+	}
+	v, err := sharedContainers.Decode(b)
+	if err != nil {
+		return err
+	}
+	// No room to grow: an append to one pod's copies.
+	*c = v[:len(v):len(v)]
+	return nil
+}
 
 // Container is one process of a pod.
 type Container struct {

@@ -70,7 +70,9 @@ func TestPodAfter(t *testing.T) {
 	obj := func(spec, status string) *object.Object {
 		return &object.Object{APIVersion: "v1", Kind: "Pod", Spec: json.RawMessage(spec), Status: json.RawMessage(status)}
 	}
-	const spec = `{"containers":[{"name":"web","image":"demo"}]}`
+	// The grace period is a pointer of the spec's own: the containers
+	// are shared by every spec that has them (TestContainersAreShared).
+	const spec = `{"containers":[{"name":"web","image":"demo"}],"terminationGracePeriodSeconds":30}`
 	old := obj(spec, `{"phase":"Pending"}`)
 	prev := kinds.PodOrNil(old).(*kinds.Pod)
 	other := kinds.PodOrNil(obj(spec, `{}`)).(*kinds.Pod)
@@ -85,8 +87,8 @@ func TestPodAfter(t *testing.T) {
 	}{
 		{name: "a new pod", o: obj(spec, `{"phase":"Pending"}`), phase: "Pending"},
 		{name: "a status write", o: obj(spec, `{"phase":"Running"}`), old: old, oldValue: prev, reused: true, phase: "Running"},
-		{name: "a bind", o: obj(`{"containers":[{"name":"web","image":"demo"}],"nodeName":"n1"}`, `{"phase":"Pending"}`), old: old, oldValue: prev, phase: "Pending", node: "n1"},
-		{name: "the same spec written another way", o: obj(`{"containers": [{"name":"web","image":"demo"}]}`, `{}`), old: old, oldValue: prev},
+		{name: "a bind", o: obj(`{"containers":[{"name":"web","image":"demo"}],"terminationGracePeriodSeconds":30,"nodeName":"n1"}`, `{"phase":"Pending"}`), old: old, oldValue: prev, phase: "Pending", node: "n1"},
+		{name: "the same spec written another way", o: obj(`{"containers": [{"name":"web","image":"demo"}],"terminationGracePeriodSeconds":30}`, `{}`), old: old, oldValue: prev},
 		{name: "a form of another version", o: obj(spec, `{"phase":"Running"}`), old: old, oldValue: other, phase: "Running"},
 		{name: "no form before", o: obj(spec, `{"phase":"Running"}`), old: old, phase: "Running"},
 		{name: "a status that is not a pod's", o: obj(spec, `{"phase":7}`), old: old, oldValue: prev, isNil: true},
@@ -103,12 +105,46 @@ func TestPodAfter(t *testing.T) {
 			if !ok || p.Object != tc.o {
 				t.Fatalf("got %#v, want the pod of o", v)
 			}
-			if reused := &p.Spec.Containers[0] == &prev.Spec.Containers[0]; reused != tc.reused {
+			if reused := p.Spec.TerminationGracePeriodSeconds == prev.Spec.TerminationGracePeriodSeconds; reused != tc.reused {
 				t.Errorf("spec reused: %v, want %v", reused, tc.reused)
 			}
 			if p.Spec.Containers[0].Image != "demo" || p.Spec.NodeName != tc.node || p.Status.Phase != tc.phase {
 				t.Errorf("decoded %+v %+v", p.Spec, p.Status)
 			}
 		})
+	}
+}
+
+// Pods whose containers are the same bytes share one decoded copy of
+// them, whatever else differs; an append to one pod's does not reach
+// another's.
+func TestContainersAreShared(t *testing.T) {
+	decode := func(spec string) *kinds.Pod {
+		t.Helper()
+		p, err := kinds.DecodePod(&object.Object{APIVersion: "v1", Kind: "Pod", Spec: json.RawMessage(spec)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// Three, which the decoder's growing slice holds with room for a fourth.
+	const cs = `[{"name":"web","image":"demo","command":["serve"]},{"name":"a"},{"name":"b"}]`
+	a := decode(`{"containers":` + cs + `,"nodeName":"n1"}`)
+	b := decode(`{"containers":` + cs + `,"nodeName":"n2","initContainers":` + cs + `}`)
+	if &a.Spec.Containers[0] != &b.Spec.Containers[0] || &b.Spec.InitContainers[0] != &a.Spec.Containers[0] {
+		t.Fatal("equal containers decoded into copies of their own")
+	}
+	if c := decode(`{"containers":[{"name":"web","image":"other"}]}`); c.Spec.Containers[0].Image != "other" || &c.Spec.Containers[0] == &a.Spec.Containers[0] {
+		t.Fatalf("other containers decoded as %+v", c.Spec.Containers)
+	}
+	grown := append(a.Spec.Containers, kinds.Container{Name: "sidecar"})
+	if &grown[0] == &a.Spec.Containers[0] || len(b.Spec.Containers) != 3 {
+		t.Fatal("an append to one pod's containers wrote into the shared copy")
+	}
+	if n := decode(`{"containers":null}`); n.Spec.Containers != nil {
+		t.Fatalf("null containers decoded as %+v", n.Spec.Containers)
+	}
+	if _, err := kinds.DecodePod(&object.Object{Spec: json.RawMessage(`{"containers":[{"name":7}]}`)}); err == nil {
+		t.Fatal("containers of the wrong type decoded")
 	}
 }

@@ -35,7 +35,7 @@ func Decode(data []byte) (*Object, error) {
 		return nil, err
 	}
 	if o != nil {
-		o.Metadata.ManagedFields = managedFields.intern(o.Metadata.ManagedFields)
+		o.Metadata.ManagedFields = intern(managedFields, o.Metadata.ManagedFields)
 	}
 	return (*Object)(o), nil
 }

@@ -13,58 +13,104 @@ import (
 // off the live heap of a process caching 100,000 pods. Shared values are
 // read-only, as every cached object's parts are: nothing writes into a
 // RawMessage, a change replaces it.
-var managedFields = newInternShards(4<<20, 64<<10)
+var managedFields = newInternShards[stdjson.RawMessage](4<<20, 64<<10)
 
-// internShards spreads a table over shards chosen by a value's length,
-// so that equal values meet in one and decodes on many cores seldom wait
-// for the same lock.
-type internShards [16]internTable
+// internShards spreads a table over shards chosen by a key's length, so
+// that equal keys meet in one and decodes on many cores seldom wait for
+// the same lock.
+type internShards[V any] [16]internTable[V]
 
-func newInternShards(maxBytes, maxValue int) *internShards {
-	var s internShards
+func newInternShards[V any](maxBytes, maxValue int) *internShards[V] {
+	var s internShards[V]
 	for i := range s {
-		s[i] = internTable{maxBytes: maxBytes / len(s), maxValue: maxValue}
+		s[i] = internTable[V]{maxBytes: maxBytes / len(s), maxValue: maxValue}
 	}
 	return &s
 }
 
-func (s *internShards) intern(b stdjson.RawMessage) stdjson.RawMessage {
-	return s[len(b)%len(s)].intern(b)
-}
-
-// internTable is a set of byte strings, each kept once. When it holds
-// maxBytes it starts again, so that values no longer decoded go; objects
-// keep what they were given either way. A value longer than maxValue is
-// not kept.
-type internTable struct {
-	maxBytes, maxValue int
-
-	mu   sync.Mutex
-	size int
-	// The keys alias the values' bytes, which are never written.
-	m map[string]stdjson.RawMessage
-}
+func (s *internShards[V]) shard(key []byte) *internTable[V] { return &s[len(key)%len(s)] }
 
 // intern returns the kept copy of b's bytes, keeping b (which the caller
 // gives up) when there is none. What it returns has no room to grow, so
 // that an append to a shared value copies it.
-func (t *internTable) intern(b stdjson.RawMessage) stdjson.RawMessage {
+func intern(s *internShards[stdjson.RawMessage], b stdjson.RawMessage) stdjson.RawMessage {
+	return internIn(s.shard(b), b)
+}
+
+func internIn(t *internTable[stdjson.RawMessage], b stdjson.RawMessage) stdjson.RawMessage {
 	if len(b) == 0 {
 		return b
 	}
 	v := b[:len(b):len(b)]
-	if len(v) > t.maxValue {
-		return v
+	if kept, ok := t.kept(v); ok {
+		return kept
+	}
+	// The key aliases the value's bytes, which are never written.
+	t.keep(unsafe.String(unsafe.SliceData(v), len(v)), v)
+	return v
+}
+
+// internTable is a set of values by the bytes they were made from, each
+// kept once. When its keys come to maxBytes it starts again, so that
+// values no longer made go; their holders keep what they were given
+// either way. A key longer than maxValue is not kept.
+type internTable[V any] struct {
+	maxBytes, maxValue int
+
+	mu   sync.Mutex
+	size int
+	m    map[string]V
+}
+
+// kept returns the value kept for key.
+func (t *internTable[V]) kept(key []byte) (V, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	v, ok := t.m[string(key)]
+	return v, ok
+}
+
+// keep keeps v for key, which must not change, unless key is too long.
+func (t *internTable[V]) keep(key string, v V) {
+	if len(key) > t.maxValue {
+		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if kept, ok := t.m[string(v)]; ok {
-		return kept
+	if _, ok := t.m[key]; ok {
+		return // another caller made it meanwhile; theirs stays
 	}
-	if t.m == nil || t.size+len(v) > t.maxBytes {
-		t.m, t.size = map[string]stdjson.RawMessage{}, 0
+	if t.m == nil || t.size+len(key) > t.maxBytes {
+		t.m, t.size = map[string]V{}, 0
 	}
-	t.m[unsafe.String(unsafe.SliceData(v), len(v))] = v
-	t.size += len(v)
-	return v
+	t.m[key] = v
+	t.size += len(key)
+}
+
+// SharedDecoder decodes JSON values into values of V and keeps those of
+// the values decoded lately: objects made from one template (the pods of
+// a ReplicaSet and their containers) then hold one decoded copy of their
+// like parts, not one each, and decode them once. What it gives out is
+// shared, so read-only, as every decoded part of a cached object is.
+type SharedDecoder[V any] struct{ shards *internShards[V] }
+
+// NewSharedDecoder keeps values decoded from up to maxBytes of JSON, none
+// from a value longer than maxValue.
+func NewSharedDecoder[V any](maxBytes, maxValue int) *SharedDecoder[V] {
+	return &SharedDecoder[V]{shards: newInternShards[V](maxBytes, maxValue)}
+}
+
+// Decode returns the value kept for data, else data decoded (as Decode
+// would decode a member of an object) into a new V, kept.
+func (d *SharedDecoder[V]) Decode(data []byte) (V, error) {
+	t := d.shards.shard(data)
+	if v, ok := t.kept(data); ok {
+		return v, nil
+	}
+	var v V
+	if err := unmarshal(data, &v); err != nil {
+		return v, err
+	}
+	t.keep(string(data), v)
+	return v, nil
 }

@@ -63,22 +63,22 @@ func TestDecodedObjectsShareTheirManagedFields(t *testing.T) {
 // The table keeps at most maxBytes: when full it starts again, and what
 // it gave out stays as it was. A value longer than maxValue is not kept.
 func TestInternTableStartsAgainWhenFull(t *testing.T) {
-	tab := internTable{maxBytes: 9, maxValue: 5}
+	tab := &internTable[stdjson.RawMessage]{maxBytes: 9, maxValue: 5}
 	var kept []stdjson.RawMessage
 	for i := range 3 {
-		kept = append(kept, tab.intern(stdjson.RawMessage(fmt.Sprintf(`[%d]`, i))))
+		kept = append(kept, internIn(tab, stdjson.RawMessage(fmt.Sprintf(`[%d]`, i))))
 	}
-	if again := tab.intern(stdjson.RawMessage(`[1]`)); !sameBytes(again, kept[1]) {
+	if again := internIn(tab, stdjson.RawMessage(`[1]`)); !sameBytes(again, kept[1]) {
 		t.Fatal("a value kept was not given out again")
 	}
 	if len(tab.m) != 3 {
 		t.Fatalf("the table holds %d values, want 3", len(tab.m))
 	}
-	tab.intern(stdjson.RawMessage(`[3]`))
+	internIn(tab, stdjson.RawMessage(`[3]`))
 	if len(tab.m) != 1 || tab.size != 3 {
 		t.Fatalf("after a fourth value the table holds %d values of %d bytes, want 1 of 3 (it starts again)", len(tab.m), tab.size)
 	}
-	if again := tab.intern(stdjson.RawMessage(`[1]`)); sameBytes(again, kept[1]) || string(again) != `[1]` {
+	if again := internIn(tab, stdjson.RawMessage(`[1]`)); sameBytes(again, kept[1]) || string(again) != `[1]` {
 		t.Fatalf("after starting again, [1] came back as %s from the old table", again)
 	}
 	for i, v := range kept {
@@ -86,8 +86,8 @@ func TestInternTableStartsAgainWhenFull(t *testing.T) {
 			t.Fatalf("value %d is now %s", i, v)
 		}
 	}
-	long := tab.intern(stdjson.RawMessage(`[1,2,3]`))
-	if again := tab.intern(stdjson.RawMessage(`[1,2,3]`)); sameBytes(again, long) || len(tab.m) != 2 {
+	long := internIn(tab, stdjson.RawMessage(`[1,2,3]`))
+	if again := internIn(tab, stdjson.RawMessage(`[1,2,3]`)); sameBytes(again, long) || len(tab.m) != 2 {
 		t.Fatalf("a value longer than maxValue was kept (the table holds %d)", len(tab.m))
 	}
 	// A value with room to grow is kept without it, so that an append
@@ -98,21 +98,21 @@ func TestInternTableStartsAgainWhenFull(t *testing.T) {
 		append(make(stdjson.RawMessage, 0, 64), `[1,2,3,4]`...), // not kept
 	} {
 		want := string(roomy)
-		grown := append(tab.intern(roomy), '!')
+		grown := append(internIn(tab, roomy), '!')
 		if samePlace(grown, roomy) || string(roomy) != want {
 			t.Fatalf("an append to %s wrote into it", want)
 		}
 	}
-	if got := tab.intern(nil); got != nil {
+	if got := internIn(tab, nil); got != nil {
 		t.Fatalf("nil came back as %q", got)
 	}
 }
 
 // Equal values meet in one shard, whose bound is its share of the whole.
 func TestInternShards(t *testing.T) {
-	s := newInternShards(16*9, 5)
-	a := s.intern(stdjson.RawMessage(`[1]`))
-	if b := s.intern(stdjson.RawMessage(`[1]`)); !sameBytes(a, b) {
+	s := newInternShards[stdjson.RawMessage](16*9, 5)
+	a := intern(s, stdjson.RawMessage(`[1]`))
+	if b := intern(s, stdjson.RawMessage(`[1]`)); !sameBytes(a, b) {
 		t.Fatal("an equal value was not given the kept copy")
 	}
 	for i := range s {
@@ -123,4 +123,43 @@ func TestInternShards(t *testing.T) {
 	if n := len(s[3].m); n != 1 {
 		t.Fatalf("the shard of three-byte values holds %d, want 1", n)
 	}
+}
+
+// A shared decoder gives the value it decoded from the same bytes again;
+// what failed to decode, or is longer than its bound, it does not keep.
+func TestSharedDecoderKeepsWhatItDecoded(t *testing.T) {
+	type item struct{ N int }
+	d := NewSharedDecoder[*item](16*64, 16)
+	a, err := d.Decode([]byte(`{"N":1}`))
+	if err != nil || a.N != 1 {
+		t.Fatalf("decoded %+v, %v", a, err)
+	}
+	if b, _ := d.Decode([]byte(`{"N":1}`)); b != a {
+		t.Fatal("the same bytes decoded again into a copy of their own")
+	}
+	if c, _ := d.Decode([]byte(`{"N":2}`)); c == a || c.N != 2 {
+		t.Fatalf("other bytes gave %+v", c)
+	}
+	if _, err := d.Decode([]byte(`{"N":"x"}`)); err == nil {
+		t.Fatal("a value of the wrong type decoded")
+	}
+	if _, err := d.Decode([]byte(`{"N":"x"}`)); err == nil {
+		t.Fatal("a value that failed to decode was kept")
+	}
+	long := []byte(`{"N":3,"M":"0123456789"}`)
+	if x, _ := d.Decode(long); x.N != 3 {
+		t.Fatalf("decoded %+v", x)
+	}
+	if x, y := mustDecode(t, d, long), mustDecode(t, d, long); x == y {
+		t.Fatal("a value longer than the bound was kept")
+	}
+}
+
+func mustDecode[V any](t *testing.T, d *SharedDecoder[V], b []byte) V {
+	t.Helper()
+	v, err := d.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

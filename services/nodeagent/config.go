@@ -57,7 +57,7 @@ func prepare(p *kinds.Pod, cfg *bus.PodConfig, address string) (*prepared, error
 	}
 	out := &kinds.Pod{Object: p.Object, Spec: p.Spec, Status: p.Status}
 	src := configLookup{cfg: cfg, ns: p.Metadata.Namespace}
-	for _, list := range []*[]kinds.Container{&out.Spec.InitContainers, &out.Spec.Containers} {
+	for _, list := range []*kinds.Containers{&out.Spec.InitContainers, &out.Spec.Containers} {
 		cs := append([]kinds.Container(nil), (*list)...)
 		for i := range cs {
 			env, err := resolveEnv(&cs[i], p, src, address)

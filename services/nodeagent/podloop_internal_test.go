@@ -129,32 +129,29 @@ func TestIdlePodHoldsNoGoroutine(t *testing.T) {
 	}
 }
 
-// An idle worker ends when the agent stops, leaving its pod running.
-func TestIdleWorkerEndsWithTheAgent(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	_, w, rec := simulatedWorker(t, ctx, "p2")
-	poll.Until(t, "the worker idle", 10*time.Second, func() bool { return len(rec.written()) == 1 && w.idle() })
-	cancel()
-	within(t, "the worker's end with its agent", w.done)
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if len(rec.removed) != 0 {
-		t.Fatalf("removed %v when the agent stopped", rec.removed)
-	}
-}
-
-// A pod removed from the node is stopped, its object kept.
-func TestRemovedPodEndsItsWorker(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	_, w, rec := simulatedWorker(t, ctx, "p3")
-	poll.Until(t, "the worker idle", 10*time.Second, func() bool { return len(rec.written()) == 1 && w.idle() })
-	w.remove()
-	within(t, "the worker's end after its removal", w.done)
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if len(rec.removed) != 0 {
-		t.Fatalf("removed the object %v of a pod that only left the node", rec.removed)
+// An idle worker ends when its agent stops, or its pod leaves the node;
+// either way the pod's object stays.
+func TestIdleWorkerEnds(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(w *podWorker, stopAgent context.CancelFunc)
+	}{
+		{"with its agent", func(_ *podWorker, stopAgent context.CancelFunc) { stopAgent() }},
+		{"when its pod leaves the node", func(w *podWorker, _ context.CancelFunc) { w.remove() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			_, w, rec := simulatedWorker(t, ctx, "p2")
+			poll.Until(t, "the worker idle", 10*time.Second, func() bool { return len(rec.written()) == 1 && w.idle() })
+			tc.end(w, cancel)
+			within(t, "the worker's end", w.done)
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			if len(rec.removed) != 0 {
+				t.Fatalf("removed the pod's object %v", rec.removed)
+			}
+		})
 	}
 }
 

@@ -102,7 +102,7 @@ func withEnv(p *kinds.Pod, env []kinds.EnvVar) *kinds.Pod {
 		return p
 	}
 	out := &kinds.Pod{Object: p.Object, Spec: p.Spec, Status: p.Status}
-	for _, list := range []*[]kinds.Container{&out.Spec.InitContainers, &out.Spec.Containers} {
+	for _, list := range []*kinds.Containers{&out.Spec.InitContainers, &out.Spec.Containers} {
 		cs := append([]kinds.Container(nil), (*list)...)
 		for i := range cs {
 			cs[i].Env = append(append([]kinds.EnvVar(nil), env...), cs[i].Env...)

@@ -3,8 +3,6 @@ package nodeagent
 import (
 	"context"
 	"log/slog"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,11 +11,10 @@ import (
 	"github.com/homeostat/homeostat/testenv/poll"
 )
 
-// recordingWriter keeps the phases of the statuses written, saying when
-// a write arrives and holding it until the test lets it go.
+// recordingWriter is a countingWriter that says when a write arrives
+// and holds it until the test lets it go.
 type recordingWriter struct {
-	mu      sync.Mutex
-	phases  []string
+	countingWriter
 	arrived chan struct{}
 	proceed chan struct{}
 }
@@ -33,25 +30,7 @@ func (r *recordingWriter) UpdateStatus(ctx context.Context, pod, current *object
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	var st kinds.PodStatus
-	if err := pod.DecodeStatus(&st); err != nil {
-		return nil, err
-	}
-	r.mu.Lock()
-	r.phases = append(r.phases, st.Phase)
-	r.mu.Unlock()
-	n := pod.Clone()
-	rv, _ := strconv.Atoi(current.Metadata.ResourceVersion)
-	n.Metadata.ResourceVersion = strconv.Itoa(rv + 1)
-	return n, nil
-}
-
-func (r *recordingWriter) Remove(context.Context, string, string) error { return nil }
-
-func (r *recordingWriter) written() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.phases...)
+	return r.countingWriter.UpdateStatus(ctx, pod, current)
 }
 
 // TestStatusWritesWriteTheLatestReport: a status reported while the
