@@ -42,6 +42,9 @@ func internIn(t *internTable[stdjson.RawMessage], b stdjson.RawMessage) stdjson.
 		return b
 	}
 	v := b[:len(b):len(b)]
+	if len(v) > t.maxValue {
+		return v
+	}
 	if kept, ok := t.kept(v); ok {
 		return kept
 	}
@@ -94,8 +97,9 @@ func (t *internTable[V]) keep(key string, v V) {
 // shared, so read-only, as every decoded part of a cached object is.
 type SharedDecoder[V any] struct{ shards *internShards[V] }
 
-// NewSharedDecoder keeps values decoded from up to maxBytes of JSON, none
-// from a value longer than maxValue.
+// NewSharedDecoder keeps values decoded from up to maxBytes of JSON (what
+// they take decoded is some times that), none from a value longer than
+// maxValue.
 func NewSharedDecoder[V any](maxBytes, maxValue int) *SharedDecoder[V] {
 	return &SharedDecoder[V]{shards: newInternShards[V](maxBytes, maxValue)}
 }
@@ -111,6 +115,8 @@ func (d *SharedDecoder[V]) Decode(data []byte) (V, error) {
 	if err := unmarshal(data, &v); err != nil {
 		return v, err
 	}
-	t.keep(string(data), v)
+	if len(data) <= t.maxValue {
+		t.keep(string(data), v)
+	}
 	return v, nil
 }

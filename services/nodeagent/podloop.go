@@ -76,11 +76,16 @@ func (w *podWorker) start(ctx context.Context) {
 	l.writes.ended = func() { w.signal(sigWritten) }
 	// Heard before the loop is set, ctx's end waits for it.
 	l.unwatch = context.AfterFunc(ctx, func() { w.signal(sigStop) })
+	// The loop and its start are set at once: a signal that came between
+	// them (the agent's resync removing the pod, its stop) would run the
+	// loop before the pod ran.
 	w.mu.Lock()
 	w.started = time.Now().UTC().Truncate(time.Second)
 	w.loop = l
+	w.signals |= sigStart
+	w.active = true
 	w.mu.Unlock()
-	w.signal(sigStart)
+	go w.steps()
 }
 
 // steps runs the loop while it has signals, and returns when it has none

@@ -65,7 +65,17 @@ func (w *podWorker) isEnded() bool {
 	}
 }
 
+// simulatedWorker is a started worker of a pod on a simulated node.
 func simulatedWorker(t *testing.T, ctx context.Context, name string) (*Agent, *podWorker, *countingWriter) {
+	t.Helper()
+	a, w, rec := newSimulatedWorker(t, ctx, name)
+	w.start(ctx)
+	return a, w, rec
+}
+
+// newSimulatedWorker is the worker, not started, of a pod bound to a
+// simulated node, with a writer that takes each write at once.
+func newSimulatedWorker(t *testing.T, ctx context.Context, name string) (*Agent, *podWorker, *countingWriter) {
 	t.Helper()
 	rec := &countingWriter{}
 	a := &Agent{cfg: Config{NodeName: "n1", Address: "127.0.0.1", Runtime: NewSimulated(0)}, log: slog.Default(),
@@ -78,7 +88,6 @@ func simulatedWorker(t *testing.T, ctx context.Context, name string) (*Agent, *p
 	}
 	w := newPodWorker(a, p, ctx)
 	a.workers[p.Key()] = w
-	w.start(ctx)
 	return a, w, rec
 }
 
@@ -179,4 +188,26 @@ func TestIdlePodsHoldNoGoroutines(t *testing.T) {
 	poll.Until(t, "the goroutines of idle workers gone", 10*time.Second, func() bool {
 		return runtime.NumGoroutine() < before+pods/4
 	})
+}
+
+// A pod removed, or its agent stopped, as its worker starts is stopped
+// all the same: the signal waits for the pod to have run.
+func TestWorkerSignalledAsItStarts(t *testing.T) {
+	for i := range 200 {
+		ctx, cancel := context.WithCancel(context.Background())
+		_, w, _ := newSimulatedWorker(t, ctx, fmt.Sprint("p", i))
+		go func() {
+			if i%2 == 1 {
+				cancel()
+				return
+			}
+			for !w.isEnded() { // until one lands as the worker starts
+				w.remove()
+				runtime.Gosched()
+			}
+		}()
+		w.start(ctx)
+		within(t, "the worker's end", w.done)
+		cancel()
+	}
 }
