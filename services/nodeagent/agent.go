@@ -291,6 +291,9 @@ func (a *Agent) run(ctx context.Context) error {
 	}
 	a.mu.Unlock()
 	for _, w := range ws {
+		w.stop()
+	}
+	for _, w := range ws {
 		w.wait()
 	}
 	if a.cfg.StopPodsOnExit {

@@ -18,7 +18,10 @@ import (
 // holds none. A host of 100,000 simulated pods held a waiting goroutine
 // for each, and their stacks were a quarter of its memory; growing and
 // shrinking them, and scanning them at each collection, an eighth of its
-// CPU.
+// CPU. For the same reason an idle pod holds one context, its
+// containers': its status writer's is made for each run of the writer,
+// and the agent tells each worker of its stop rather than each worker
+// watching the agent's context.
 
 // signal is a set of what a worker's loop has to act on.
 type signal uint8
@@ -36,14 +39,11 @@ const (
 // podLoop is the loop's own state, touched only by the goroutine that
 // runs the loop at the time (one at most: podWorker.active).
 type podLoop struct {
-	ctx        context.Context
-	runCtx     context.Context // the containers'
-	stopRun    context.CancelFunc
-	statusCtx  context.Context // the status writers'
-	stopStatus context.CancelFunc
-	unwatch    func() bool // forgets ctx's end
-	run        *podRun
-	writes     statusWrites
+	ctx     context.Context
+	runCtx  context.Context // the containers'
+	stopRun context.CancelFunc
+	run     *podRun
+	writes  statusWrites
 }
 
 // signal adds to what the loop has to act on, and starts a goroutine to
@@ -71,11 +71,8 @@ func (w *podWorker) start(ctx context.Context) {
 		attribute.String("pod", w.key), attribute.String("node", w.a.cfg.NodeName)))
 	span.End()
 	l := &podLoop{ctx: ctx}
-	l.statusCtx, l.stopStatus = context.WithCancel(trace.ContextWithSpanContext(ctx, trace.SpanContextFromContext(w.tctx)))
 	l.runCtx, l.stopRun = context.WithCancel(ctx)
 	l.writes.ended = func() { w.signal(sigWritten) }
-	// Heard before the loop is set, ctx's end waits for it.
-	l.unwatch = context.AfterFunc(ctx, func() { w.signal(sigStop) })
 	// The loop and its start are set at once: a signal that came between
 	// them (the agent's resync removing the pod, its stop) would run the
 	// loop before the pod ran.
@@ -141,7 +138,7 @@ func (l *podLoop) step(w *podWorker, sig signal, deleting bool) bool {
 		l.writes.running = false
 	}
 	if sig&(sigStatus|sigWritten) != 0 {
-		l.writes.start(l.statusCtx, w)
+		l.writes.start(trace.ContextWithSpanContext(l.ctx, trace.SpanContextFromContext(w.tctx)), w)
 	}
 	return true
 }
@@ -150,16 +147,19 @@ func (l *podLoop) step(w *podWorker, sig signal, deleting bool) bool {
 // unheard, and wait returns.
 func (w *podWorker) end() {
 	l := w.loop
-	l.stopStatus()
+	l.writes.stop()
 	l.writes.wg.Wait()
 	l.run.stopSync()
 	l.stopRun()
-	l.unwatch()
 	w.mu.Lock()
 	w.ended, w.active = true, false
 	w.mu.Unlock()
 	close(w.done)
 }
+
+// stop tells the worker its agent stops: the pod's containers keep
+// running for the next agent.
+func (w *podWorker) stop() { w.signal(sigStop) }
 
 func (w *podWorker) podNow() *kinds.Pod {
 	w.mu.Lock()

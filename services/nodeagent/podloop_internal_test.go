@@ -145,7 +145,7 @@ func TestIdleWorkerEnds(t *testing.T) {
 		name string
 		end  func(w *podWorker, stopAgent context.CancelFunc)
 	}{
-		{"with its agent", func(_ *podWorker, stopAgent context.CancelFunc) { stopAgent() }},
+		{"with its agent", func(w *podWorker, stopAgent context.CancelFunc) { stopAgent(); w.stop() }},
 		{"when its pod leaves the node", func(w *podWorker, _ context.CancelFunc) { w.remove() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -199,6 +199,7 @@ func TestWorkerSignalledAsItStarts(t *testing.T) {
 		go func() {
 			if i%2 == 1 {
 				cancel()
+				w.stop()
 				return
 			}
 			for !w.isEnded() { // until one lands as the worker starts

@@ -161,6 +161,7 @@ func (w *podWorker) report(st kinds.PodStatus) {
 type statusWrites struct {
 	running bool
 	ended   func() // called as the writer returns; it must not wait
+	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 }
 
@@ -172,12 +173,22 @@ func (s *statusWrites) start(ctx context.Context, w *podWorker) {
 		return
 	}
 	s.running = true
+	ctx, cancel := context.WithCancel(ctx)
+	s.cancel = cancel
 	s.wg.Go(func() {
+		defer cancel()
 		for ctx.Err() == nil && w.takeUnwritten() {
 			w.writeReported(ctx)
 		}
 		s.ended()
 	})
+}
+
+// stop cancels the write in flight, if any.
+func (s *statusWrites) stop() {
+	if s.cancel != nil {
+		s.cancel()
+	}
 }
 
 func (w *podWorker) hasUnwritten() bool {
