@@ -11,32 +11,34 @@ import (
 // owners never seen before, each owner's pods labelled for it, as
 // ReplicaSets make them.
 func BenchmarkTrackCreate(b *testing.B) {
-	m := managers(&testing.T{})
-	objs := decodeAll(b, 20000, func(i int) string {
+	benchTrackCreates(b, 20000, func(i int) string {
 		return fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-%[1]d-x","namespace":"default",
  "labels":{"app":"web-%[1]d","pod-template-hash":"h%[1]d"},
  "ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-%[1]d","uid":"8d3c7a52-%[1]d","controller":true,"blockOwnerDeletion":true}]},
  "spec":{"containers":[{"name":"web","image":"nginx:1.27","command":["sleep","60"],"ports":[{"containerPort":80,"protocol":"TCP"}],"resources":{"requests":{"cpu":"100m","memory":"64Mi"}}}],
  "restartPolicy":"Always","terminationGracePeriodSeconds":30}}`, i/10)
 	})
-	// Each write tracks a copy: Track fills in the object it is given,
-	// and one with managed fields already is not a create's.
-	for i := 0; b.Loop(); i++ {
-		m.Track("homeostat-controllers", "", nil, objs[i%len(objs)].Clone())
-	}
 }
 
 // BenchmarkTrackCreateOneOwner: one ReplicaSet's pods, as one Deployment
 // of many replicas makes them.
 func BenchmarkTrackCreateOneOwner(b *testing.B) {
-	m := managers(&testing.T{})
-	objs := decodeAll(b, 1000, func(i int) string {
+	benchTrackCreates(b, 1000, func(i int) string {
 		return fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-x-%d","namespace":"default",
  "labels":{"app":"web","pod-template-hash":"x"},
  "ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-x","uid":"8d3c7a52","controller":true,"blockOwnerDeletion":true}]},
  "spec":{"containers":[{"name":"web","image":"nginx:1.27","command":["sleep","60"],"resources":{"requests":{"cpu":"100m","memory":"64Mi"}}}],
  "restartPolicy":"Always","terminationGracePeriodSeconds":30}}`, i)
 	})
+}
+
+// benchTrackCreates times a controller's creates of n objects, the i-th
+// from doc(i), over and over. Each write tracks a copy: Track fills in
+// the object it is given, and one with managed fields already is not a
+// create's.
+func benchTrackCreates(b *testing.B, n int, doc func(i int) string) {
+	m := managers(&testing.T{})
+	objs := decodeAll(b, n, doc)
 	for i := 0; b.Loop(); i++ {
 		m.Track("homeostat-controllers", "", nil, objs[i%len(objs)].Clone())
 	}

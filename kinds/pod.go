@@ -56,8 +56,8 @@ const (
 type Containers []Container
 
 // sharedContainers holds the containers decoded lately: those of many
-// templates, and of every pod of each.
-// Its values are plain slices: decoding a Containers would come back here.
+// templates, and of every pod of each. Its values are plain slices, as
+// decoding a Containers would come back here.
 var sharedContainers = object.NewSharedDecoder[[]Container](2<<20, 64<<10)
 
 // UnmarshalJSON decodes the containers, or gives the ones decoded from

@@ -73,11 +73,9 @@ func (t *internTable[V]) kept(key []byte) (V, bool) {
 	return v, ok
 }
 
-// keep keeps v for key, which must not change, unless key is too long.
+// keep keeps v for key, which must not change; its callers keep no key
+// longer than maxValue.
 func (t *internTable[V]) keep(key string, v V) {
-	if len(key) > t.maxValue {
-		return
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, ok := t.m[key]; ok {
@@ -107,16 +105,17 @@ func NewSharedDecoder[V any](maxBytes, maxValue int) *SharedDecoder[V] {
 // Decode returns the value kept for data, else data decoded (as Decode
 // would decode a member of an object) into a new V, kept.
 func (d *SharedDecoder[V]) Decode(data []byte) (V, error) {
-	t := d.shards.shard(data)
-	if v, ok := t.kept(data); ok {
-		return v, nil
-	}
 	var v V
+	t := d.shards.shard(data)
+	if len(data) > t.maxValue {
+		return v, unmarshal(data, &v)
+	}
+	if kept, ok := t.kept(data); ok {
+		return kept, nil
+	}
 	if err := unmarshal(data, &v); err != nil {
 		return v, err
 	}
-	if len(data) <= t.maxValue {
-		t.keep(string(data), v)
-	}
+	t.keep(string(data), v)
 	return v, nil
 }

@@ -100,17 +100,18 @@ func (w *podWorker) steps() {
 		}
 		pod := w.pod
 		w.mu.Unlock()
-		if !l.step(w, sig, pod.Metadata.Deleting()) {
+		if !l.step(w, sig, pod) {
 			w.end()
 			return
 		}
 	}
 }
 
-// step acts on sig; false when the loop ends.
-func (l *podLoop) step(w *podWorker, sig signal, deleting bool) bool {
+// step acts on sig, the pod being as it is now; false when the loop ends.
+func (l *podLoop) step(w *podWorker, sig signal, pod *kinds.Pod) bool {
+	deleting := pod.Metadata.Deleting()
 	if sig&sigStart != 0 {
-		l.run = newPodRun(w, w.podNow())
+		l.run = newPodRun(w, pod)
 		if !deleting {
 			l.run.start(l.runCtx)
 		}
@@ -160,9 +161,3 @@ func (w *podWorker) end() {
 // stop tells the worker its agent stops: the pod's containers keep
 // running for the next agent.
 func (w *podWorker) stop() { w.signal(sigStop) }
-
-func (w *podWorker) podNow() *kinds.Pod {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.pod
-}

@@ -56,6 +56,12 @@ func (w *podWorker) idle() bool {
 	return !w.active && w.signals == 0
 }
 
+func (w *podWorker) podNow() *kinds.Pod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pod
+}
+
 func (w *podWorker) isEnded() bool {
 	select {
 	case <-w.done:
