@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -16,11 +18,11 @@ import (
 )
 
 // countingWriter takes every status write and removal at once, keeping
-// the phases written and the keys removed.
+// the statuses written and the keys removed.
 type countingWriter struct {
-	mu      sync.Mutex
-	phases  []string
-	removed []string
+	mu       sync.Mutex
+	statuses []kinds.PodStatus
+	removed  []string
 }
 
 func (c *countingWriter) UpdateStatus(_ context.Context, pod, current *object.Object) (*object.Object, error) {
@@ -29,7 +31,7 @@ func (c *countingWriter) UpdateStatus(_ context.Context, pod, current *object.Ob
 		return nil, err
 	}
 	c.mu.Lock()
-	c.phases = append(c.phases, st.Phase)
+	c.statuses = append(c.statuses, st)
 	c.mu.Unlock()
 	n := pod.Clone()
 	rv, _ := strconv.Atoi(current.Metadata.ResourceVersion)
@@ -44,10 +46,21 @@ func (c *countingWriter) Remove(_ context.Context, key, _ string) error {
 	return nil
 }
 
+// written is the phases written, in order.
 func (c *countingWriter) written() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]string(nil), c.phases...)
+	phases := make([]string, len(c.statuses))
+	for i, st := range c.statuses {
+		phases[i] = st.Phase
+	}
+	return phases
+}
+
+func (c *countingWriter) writtenStatuses() []kinds.PodStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.statuses)
 }
 
 func (w *podWorker) idle() bool {
@@ -107,11 +120,24 @@ func TestIdlePodHoldsNoGoroutine(t *testing.T) {
 		got := rec.written()
 		return len(got) == 1 && got[0] == kinds.PodRunning && w.idle()
 	})
+	w.mu.Lock()
+	report, decoded := w.reported, w.storedStatus
+	w.mu.Unlock()
+	if report != nil || decoded != nil {
+		t.Fatalf("an idle pod holds its written report (%v) or its status decoded (%v)", report != nil, decoded != nil)
+	}
 
+	// A report without conditions keeps those written before, read from
+	// the stored status again.
 	w.report(kinds.PodStatus{Phase: kinds.PodSucceeded})
 	poll.Until(t, "the next report written and the worker idle again", 10*time.Second, func() bool {
 		return len(rec.written()) == 2 && w.idle()
 	})
+	sts := rec.writtenStatuses()
+	if len(sts[0].Conditions) == 0 || !reflect.DeepEqual(sts[1].Conditions, sts[0].Conditions) || !reflect.DeepEqual(sts[1].StartTime, sts[0].StartTime) {
+		t.Fatalf("the second write has conditions %+v and start %v, want the first's %+v and %v",
+			sts[1].Conditions, sts[1].StartTime, sts[0].Conditions, sts[0].StartTime)
+	}
 	if w.isEnded() {
 		t.Fatal("the worker ended with its pod still on the node")
 	}

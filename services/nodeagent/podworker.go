@@ -26,12 +26,14 @@ type podWorker struct {
 	pod    *kinds.Pod
 	stored *object.Object // latest version we know of, for compare-and-swap
 	// storedStatus is stored's status decoded, nil until needed when
-	// stored came undecoded (read after a conflict): the status writes
-	// of ten thousand pods need not decode what was decoded on arrival.
+	// stored came undecoded (read after a conflict) or is our own write:
+	// the status writes of ten thousand pods need not decode what was
+	// decoded on arrival.
 	storedStatus *kinds.PodStatus
-	reported     *kinds.PodStatus
-	unwritten    bool // reported has not been handed to a writer yet
-	started      time.Time
+	// reported is the status the runtime reported last, until written.
+	reported  *kinds.PodStatus
+	unwritten bool // reported has not been handed to a writer yet
+	started   time.Time
 
 	// What the loop has to act on, and whether a goroutine runs it
 	// (podloop.go); the loop's own state is its goroutine's alone.
@@ -266,15 +268,29 @@ func (w *podWorker) writeStatus(ctx context.Context) error {
 		return err
 	}
 	if object.SameEncoding(n.Status, stored.Status) {
+		w.written(rep, stored, known)
 		return nil
 	}
 	updated, err := w.a.write.UpdateStatus(ctx, n, stored)
 	if err != nil {
 		return err
 	}
-	updated = updated.SharingWith(stored)
-	w.mu.Lock()
-	w.stored, w.storedStatus = updated, &next
-	w.mu.Unlock()
+	w.written(rep, updated.SharingWith(stored), nil)
 	return nil
+}
+
+// written records that rep is stored, as stored (whose status decoded is
+// known, or nil). Neither the report nor the status decoded from it is
+// kept: a later write, after a new report, decodes the stored status
+// again. Kept, they were a fifth of the live heap of a host of 100,000
+// idle pods, for a few microseconds saved on a write seldom made.
+func (w *podWorker) written(rep *kinds.PodStatus, stored *object.Object, known *kinds.PodStatus) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if rev(stored) >= rev(w.stored) {
+		w.stored, w.storedStatus = stored, known
+	}
+	if w.reported == rep {
+		w.reported = nil
+	}
 }
