@@ -380,12 +380,48 @@ func PodOrNil(o *object.Object) any {
 // status is written more often than its spec, and its spec is the larger
 // half to decode.
 func PodAfter(o, old *object.Object, oldValue any) any {
-	prev, ok := oldValue.(*Pod)
-	if !ok || old == nil || prev.Object != old || !bytes.Equal(o.Spec, old.Spec) {
-		return PodOrNil(o)
+	p := specAfter(o, old, oldValue)
+	if p == nil || o.DecodeStatus(&p.Status) != nil {
+		return nil
 	}
-	p := &Pod{Object: o, Spec: prev.Spec}
-	if o.DecodeStatus(&p.Status) != nil {
+	return p
+}
+
+// PodPhaseAfter is PodAfter for a reader that needs no more of a bound
+// pod's status than its phase (the scheduler, which learns from it that a
+// finished pod frees its node): a pod bound to a node has a status with
+// its phase alone, where its agent's conditions and container statuses
+// were a third of what a cache of bound pods kept. An unbound pod's
+// status is whole. Of a bound pod's status only the phase is checked: a
+// stored object's parts are valid JSON, and the rest is not read.
+func PodPhaseAfter(o, old *object.Object, oldValue any) any {
+	p := specAfter(o, old, oldValue)
+	if p == nil {
+		return nil
+	}
+	if p.Spec.NodeName == "" {
+		if o.DecodeStatus(&p.Status) != nil {
+			return nil
+		}
+		return p
+	}
+	phase, ok := topString(o.Status, "phase")
+	if !ok {
+		return nil
+	}
+	p.Status.Phase = phase
+	return p
+}
+
+// specAfter is o with its spec decoded, or reused from oldValue when old
+// is what oldValue decoded and its spec is o's byte for byte; nil when
+// the spec does not decode.
+func specAfter(o, old *object.Object, oldValue any) *Pod {
+	if prev, ok := oldValue.(*Pod); ok && old != nil && prev.Object == old && bytes.Equal(o.Spec, old.Spec) {
+		return &Pod{Object: o, Spec: prev.Spec}
+	}
+	p := &Pod{Object: o}
+	if o.DecodeSpec(&p.Spec) != nil {
 		return nil
 	}
 	return p
@@ -395,36 +431,56 @@ func PodAfter(o, old *object.Object, oldValue any) any {
 // nil). It reads the spec's top level without decoding the rest, as a
 // host of many nodes does for every pod change.
 func BoundNode(o *object.Object) string {
-	if o == nil || len(o.Spec) == 0 {
+	if o == nil {
 		return ""
+	}
+	n, _ := topString(o.Spec, "nodeName")
+	return n
+}
+
+// topString reads the string member name of a JSON object without
+// decoding the rest: "" when it is absent, and false when raw is not an
+// object (empty raw and null are taken as an empty one) or the member is
+// not a string.
+func topString(raw []byte, name string) (string, bool) {
+	if len(raw) == 0 {
+		return "", true
 	}
 	r := specReaders.Get().(*specReader)
 	defer specReaders.Put(r)
-	r.src.Reset(o.Spec)
+	r.src.Reset(raw)
 	// Names are not checked for duplicates: that was half its cost.
 	r.dec.Reset(&r.src, jsontext.AllowDuplicateNames(true))
 	d := &r.dec
-	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
-		return ""
+	switch tok, err := d.ReadToken(); {
+	case err != nil:
+		return "", false
+	case tok.Kind() == 'n':
+		return "", true
+	case tok.Kind() != '{':
+		return "", false
 	}
 	for d.PeekKind() == '"' {
-		name, err := d.ReadToken()
+		n, err := d.ReadToken()
 		if err != nil {
-			return ""
+			return "", false
 		}
-		if name.String() != "nodeName" {
+		if n.String() != name {
 			if d.SkipValue() != nil {
-				return ""
+				return "", false
 			}
 			continue
 		}
 		v, err := d.ReadToken()
 		if err != nil || v.Kind() != '"' {
-			return ""
+			return "", false
 		}
-		return v.String()
+		return v.String(), true
 	}
-	return ""
+	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '}' {
+		return "", false
+	}
+	return "", true
 }
 
 // specReader reads a spec's top level; they are kept for reuse, as their

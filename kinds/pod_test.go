@@ -65,7 +65,8 @@ func TestSameToAgent(t *testing.T) {
 
 // A pod's decoding reuses its previous version's spec only when the spec
 // is the same bytes and the previous form is that version's; its status
-// is always its own.
+// is always its own: whole, or for PodPhaseAfter and a bound pod, its
+// phase alone.
 func TestPodAfter(t *testing.T) {
 	obj := func(spec, status string) *object.Object {
 		return &object.Object{APIVersion: "v1", Kind: "Pod", Spec: json.RawMessage(spec), Status: json.RawMessage(status)}
@@ -73,45 +74,68 @@ func TestPodAfter(t *testing.T) {
 	// The grace period is a pointer of the spec's own: the containers
 	// are shared by every spec that has them (TestContainersAreShared).
 	const spec = `{"containers":[{"name":"web","image":"demo"}],"terminationGracePeriodSeconds":30}`
+	const bound = `{"containers":[{"name":"web","image":"demo"}],"terminationGracePeriodSeconds":30,"nodeName":"n1"}`
+	const running = `{"conditions":[{"type":"Ready","status":"True"}],"containerStatuses":[{"name":"web","ready":true,"restartCount":0,"state":{}}],"phase":"Running"}`
 	old := obj(spec, `{"phase":"Pending"}`)
 	prev := kinds.PodOrNil(old).(*kinds.Pod)
 	other := kinds.PodOrNil(obj(spec, `{}`)).(*kinds.Pod)
+	boundOld := obj(bound, `{"phase":"Pending"}`)
+	boundPrev := kinds.PodOrNil(boundOld).(*kinds.Pod)
 	for _, tc := range []struct {
 		name     string
 		o, old   *object.Object
 		oldValue any
-		reused   bool // the spec is prev's
+		reused   *kinds.Pod // the pod whose spec is reused, if any
 		phase    string
 		node     string
+		conds    int // conditions decoded, when the status is whole
 		isNil    bool
 	}{
 		{name: "a new pod", o: obj(spec, `{"phase":"Pending"}`), phase: "Pending"},
-		{name: "a status write", o: obj(spec, `{"phase":"Running"}`), old: old, oldValue: prev, reused: true, phase: "Running"},
-		{name: "a bind", o: obj(`{"containers":[{"name":"web","image":"demo"}],"terminationGracePeriodSeconds":30,"nodeName":"n1"}`, `{"phase":"Pending"}`), old: old, oldValue: prev, phase: "Pending", node: "n1"},
+		{name: "a status write", o: obj(spec, `{"phase":"Running"}`), old: old, oldValue: prev, reused: prev, phase: "Running"},
+		{name: "a bind", o: obj(bound, `{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"True"}]}`), old: old, oldValue: prev, phase: "Pending", node: "n1", conds: 1},
+		{name: "a bound pod's status write", o: obj(bound, running), old: boundOld, oldValue: boundPrev, reused: boundPrev, phase: "Running", node: "n1", conds: 1},
+		{name: "an unbound pod's conditions", o: obj(spec, `{"conditions":[{"type":"PodScheduled","status":"False"}]}`), old: old, oldValue: prev, reused: prev, conds: 1},
+		{name: "a bound pod with a null status", o: obj(bound, `null`), node: "n1"},
+		{name: "a bound pod with no status", o: obj(bound, ``), node: "n1"},
 		{name: "the same spec written another way", o: obj(`{"containers": [{"name":"web","image":"demo"}],"terminationGracePeriodSeconds":30}`, `{}`), old: old, oldValue: prev},
 		{name: "a form of another version", o: obj(spec, `{"phase":"Running"}`), old: old, oldValue: other, phase: "Running"},
 		{name: "no form before", o: obj(spec, `{"phase":"Running"}`), old: old, phase: "Running"},
 		{name: "a status that is not a pod's", o: obj(spec, `{"phase":7}`), old: old, oldValue: prev, isNil: true},
+		{name: "a bound pod's status that is not a pod's", o: obj(bound, `{"phase":7}`), old: boundOld, oldValue: boundPrev, isNil: true},
+		{name: "a spec that is not a pod's", o: obj(`{"nodeName":7}`, `{}`), isNil: true},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			v := kinds.PodAfter(tc.o, tc.old, tc.oldValue)
-			if tc.isNil {
-				if v != nil {
-					t.Fatalf("got %#v, want nil", v)
+		for _, dec := range []struct {
+			name      string
+			fn        func(o, old *object.Object, oldValue any) any
+			phaseOnly bool
+		}{{"PodAfter", kinds.PodAfter, false}, {"PodPhaseAfter", kinds.PodPhaseAfter, true}} {
+			t.Run(tc.name+"/"+dec.name, func(t *testing.T) {
+				v := dec.fn(tc.o, tc.old, tc.oldValue)
+				if tc.isNil {
+					if v != nil {
+						t.Fatalf("got %#v, want nil", v)
+					}
+					return
 				}
-				return
-			}
-			p, ok := v.(*kinds.Pod)
-			if !ok || p.Object != tc.o {
-				t.Fatalf("got %#v, want the pod of o", v)
-			}
-			if reused := p.Spec.TerminationGracePeriodSeconds == prev.Spec.TerminationGracePeriodSeconds; reused != tc.reused {
-				t.Errorf("spec reused: %v, want %v", reused, tc.reused)
-			}
-			if p.Spec.Containers[0].Image != "demo" || p.Spec.NodeName != tc.node || p.Status.Phase != tc.phase {
-				t.Errorf("decoded %+v %+v", p.Spec, p.Status)
-			}
-		})
+				p, ok := v.(*kinds.Pod)
+				if !ok || p.Object != tc.o {
+					t.Fatalf("got %#v, want the pod of o", v)
+				}
+				for _, q := range []*kinds.Pod{prev, boundPrev} {
+					if reused := p.Spec.TerminationGracePeriodSeconds == q.Spec.TerminationGracePeriodSeconds; reused != (tc.reused == q) {
+						t.Errorf("spec reused from %s: %v, want %v", q.Spec.NodeName, reused, tc.reused == q)
+					}
+				}
+				conds := tc.conds
+				if dec.phaseOnly && tc.node != "" {
+					conds = 0
+				}
+				if p.Spec.Containers[0].Image != "demo" || p.Spec.NodeName != tc.node || p.Status.Phase != tc.phase || len(p.Status.Conditions) != conds {
+					t.Errorf("decoded %+v %+v, want node %q, phase %q and %d conditions", p.Spec, p.Status, tc.node, tc.phase, conds)
+				}
+			})
+		}
 	}
 }
 

@@ -145,7 +145,7 @@ func (s *Service) setup(ctx context.Context) error {
 		n, _ := s.nodes.Get(node)
 		return kinds.DerivesPods(n)
 	}, s.log)
-	s.pods.SetDecoder(kinds.PodAfter)
+	s.pods.SetDecoder(kinds.PodPhaseAfter)
 	s.pods.AddIndex(byNode, func(o *object.Object) []string {
 		if n := kinds.BoundNode(o); n != "" {
 			return []string{n}
