@@ -128,6 +128,7 @@ func (s *Store) sharedEvent(m rawMsg, live bool) Event {
 	}
 	ev := s.toEvent(m, live)
 	if ev.Type == Added || ev.Type == Modified {
+		ev.Object.ShareMaps()
 		ev.shared = s.shared.keep(key, m.seq, ev.Object)
 		ev.Object = ev.shared.obj
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -230,13 +231,13 @@ func TestListSelectorAndPages(t *testing.T) {
 
 // A shared list decodes only what changed since the last one: unchanged
 // objects come back as the same values, changed ones anew, deleted ones
-// not at all, each with its JSON; a list that does not share gets values
-// of its own.
+// not at all, each with its JSON, and equal labels as one map; a list
+// that does not share gets values of its own.
 func TestSharedListsDecodeOnlyChanges(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, bustest.Conn(t))
 	for _, n := range []string{"w1", "w2", "w3"} {
-		if _, err := s.Create(ctx, widget("a", n, `{"n":0}`, nil)); err != nil {
+		if _, err := s.Create(ctx, widget("a", n, `{"n":0}`, map[string]string{"app": t.Name()})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -279,9 +280,21 @@ func TestSharedListsDecodeOnlyChanges(t *testing.T) {
 	if second["w2"] == first["w2"] || string(second["w2"].Spec) != `{"n":1}` {
 		t.Fatalf("changed w2 listed as %s", second["w2"].Spec)
 	}
-	if own := list(bus.ListOptions{}); own["w1"] == first["w1"] {
+	if !oneMap(first["w1"].Metadata.Labels, first["w3"].Metadata.Labels) {
+		t.Fatal("a shared list holds equal labels as two maps")
+	}
+	own := list(bus.ListOptions{})
+	if own["w1"] == first["w1"] {
 		t.Fatal("a list that does not share got the shared value")
 	}
+	if oneMap(own["w1"].Metadata.Labels, own["w2"].Metadata.Labels) || oneMap(own["w1"].Metadata.Labels, first["w1"].Metadata.Labels) {
+		t.Fatal("a list that does not share got shared labels")
+	}
+}
+
+// oneMap says a and b are one map.
+func oneMap(a, b map[string]string) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 // Shared watches decode each change once for all of them, on every

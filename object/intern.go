@@ -1,7 +1,9 @@
 package object
 
 import (
+	varint "encoding/binary"
 	stdjson "encoding/json"
+	"slices"
 	"sync"
 	"unsafe"
 )
@@ -14,6 +16,67 @@ import (
 // read-only, as every cached object's parts are: nothing writes into a
 // RawMessage, a change replaces it.
 var managedFields = newInternShards[stdjson.RawMessage](4<<20, 64<<10)
+
+// stringMaps holds one copy of each small string map (labels,
+// annotations) seen lately on a shared object: the pods of a ReplicaSet
+// have the same labels, and a map of two took 470 bytes a pod in each
+// process caching them.
+var stringMaps = newInternShards[map[string]string](1<<20, 1024)
+
+// maxSharedMap is the most entries a shared map has: larger ones are seldom
+// alike, and cost more to compare.
+const maxSharedMap = 8
+
+// ShareMaps makes o's labels and annotations the maps kept for equal ones,
+// keeping o's where none is. Only for an object no one changes in place,
+// as the store's shared readers' objects are: Clone copies the maps.
+func (o *Object) ShareMaps() {
+	o.Metadata.Labels = shareMap(o.Metadata.Labels)
+	o.Metadata.Annotations = shareMap(o.Metadata.Annotations)
+}
+
+func shareMap(m map[string]string) map[string]string {
+	if len(m) == 0 || len(m) > maxSharedMap {
+		return m
+	}
+	var buf [512]byte
+	key, ok := mapKey(buf[:0], m)
+	if !ok {
+		return m
+	}
+	t := stringMaps.shard(key)
+	if len(key) > t.maxValue {
+		return m
+	}
+	if kept, ok := t.kept(key); ok {
+		return kept
+	}
+	t.keep(string(key), m)
+	return m
+}
+
+// mapKey appends to b m's entries in key order, each string preceded by
+// its length, so that no two maps have one key; false when m has more
+// than maxSharedMap entries.
+func mapKey(b []byte, m map[string]string) ([]byte, bool) {
+	var arr [maxSharedMap]string
+	keys := arr[:0]
+	for k := range m {
+		if len(keys) == maxSharedMap {
+			return nil, false
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		b = appendSized(appendSized(b, k), m[k])
+	}
+	return b, true
+}
+
+func appendSized(b []byte, s string) []byte {
+	return append(varint.AppendUvarint(b, uint64(len(s))), s...)
+}
 
 // internShards spreads a table over shards chosen by a key's length, so
 // that equal keys meet in one and decodes on many cores seldom wait for

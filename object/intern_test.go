@@ -4,6 +4,8 @@ import (
 	"bytes"
 	stdjson "encoding/json"
 	"fmt"
+	"maps"
+	"reflect"
 	"testing"
 	"unsafe"
 )
@@ -162,4 +164,66 @@ func mustDecode[V any](t *testing.T, d *SharedDecoder[V], b []byte) V {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// Objects whose labels or annotations are equal share one map after
+// ShareMaps; maps that differ in any way keep their own, and a Clone has
+// maps of its own again.
+func TestShareMapsSharesEqualMaps(t *testing.T) {
+	many := map[string]string{}
+	for i := range maxSharedMap + 1 {
+		many[fmt.Sprint("k", i)] = "v"
+	}
+	for _, tc := range []struct {
+		name  string
+		a, b  map[string]string
+		share bool
+	}{
+		{"equal", map[string]string{"app": "web", "pod-template-hash": "abc"}, map[string]string{"pod-template-hash": "abc", "app": "web"}, true},
+		{"another value", map[string]string{"app": "web"}, map[string]string{"app": "db"}, false},
+		{"one more entry", map[string]string{"app": "web"}, map[string]string{"app": "web", "x": ""}, false},
+		{"the same bytes split elsewhere", map[string]string{"ab": "c"}, map[string]string{"a": "bc"}, false},
+		{"an empty value against none", map[string]string{"a": "", "b": ""}, map[string]string{"a": "b"}, false},
+		{"too many entries", many, maps.Clone(many), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Each case's own prefix, so that no case finds another's.
+			label := func(m map[string]string) map[string]string {
+				out := map[string]string{"case": tc.name}
+				maps.Copy(out, m)
+				if len(m) > maxSharedMap {
+					return maps.Clone(m)
+				}
+				return out
+			}
+			a := &Object{Metadata: Meta{Labels: label(tc.a), Annotations: label(tc.a)}}
+			b := &Object{Metadata: Meta{Labels: label(tc.b), Annotations: label(tc.b)}}
+			wantA, wantB := maps.Clone(a.Metadata.Labels), maps.Clone(b.Metadata.Labels)
+			a.ShareMaps()
+			b.ShareMaps()
+			if !maps.Equal(a.Metadata.Labels, wantA) || !maps.Equal(b.Metadata.Labels, wantB) ||
+				!maps.Equal(a.Metadata.Annotations, wantA) || !maps.Equal(b.Metadata.Annotations, wantB) {
+				t.Fatalf("sharing changed the maps: %v %v, want %v %v", a.Metadata.Labels, b.Metadata.Labels, wantA, wantB)
+			}
+			if got := sameMap(a.Metadata.Labels, b.Metadata.Labels); got != tc.share {
+				t.Errorf("labels shared: %v, want %v", got, tc.share)
+			}
+			if got := sameMap(a.Metadata.Annotations, b.Metadata.Annotations); got != tc.share {
+				t.Errorf("annotations shared: %v, want %v", got, tc.share)
+			}
+			if c := b.Clone(); sameMap(c.Metadata.Labels, b.Metadata.Labels) || sameMap(c.Metadata.Annotations, b.Metadata.Annotations) {
+				t.Error("a clone shares the maps of the object it copies")
+			}
+		})
+	}
+	var none Object
+	none.ShareMaps()
+	if none.Metadata.Labels != nil || none.Metadata.Annotations != nil {
+		t.Error("an object without maps got some")
+	}
+}
+
+// sameMap says a and b are one map.
+func sameMap(a, b map[string]string) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
