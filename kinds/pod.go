@@ -6,6 +6,7 @@ package kinds
 
 import (
 	"bytes"
+	"strings"
 	"sync"
 	"time"
 
@@ -392,8 +393,8 @@ func PodAfter(o, old *object.Object, oldValue any) any {
 // finished pod frees its node): a pod bound to a node has a status with
 // its phase alone, where its agent's conditions and container statuses
 // were a third of what a cache of bound pods kept. An unbound pod's
-// status is whole. Of a bound pod's status only the phase is checked: a
-// stored object's parts are valid JSON, and the rest is not read.
+// status is whole. Of a bound pod's status only the phase is checked:
+// the rest is read as JSON, not as a pod's status.
 func PodPhaseAfter(o, old *object.Object, oldValue any) any {
 	p := specAfter(o, old, oldValue)
 	if p == nil {
@@ -405,7 +406,8 @@ func PodPhaseAfter(o, old *object.Object, oldValue any) any {
 		}
 		return p
 	}
-	phase, ok := topString(o.Status, "phase")
+	// A status may come from a node's agent as it wrote it, unchecked.
+	phase, ok := topString(o.Status, "phase", false)
 	if !ok {
 		return nil
 	}
@@ -434,22 +436,29 @@ func BoundNode(o *object.Object) string {
 	if o == nil {
 		return ""
 	}
-	n, _ := topString(o.Spec, "nodeName")
+	// A spec is written by the API, which stores no duplicate names, and
+	// by the controllers and the scheduler: its first nodeName is its one,
+	// and the rest need not be read (it was two fifths of the cost).
+	n, _ := topString(o.Spec, "nodeName", true)
 	return n
 }
 
 // topString reads the string member name of a JSON object without
-// decoding the rest: "" when it is absent, and false when raw is not an
-// object (empty raw and null are taken as an empty one) or the member is
-// not a string.
-func topString(raw []byte, name string) (string, bool) {
+// decoding the rest, by the rules a decoding into a struct follows: names
+// match whatever their case, the last match wins, and null leaves what
+// was read before. "" when it is absent; false when raw is not an object
+// (empty raw and null are taken as an empty one) or the member is neither
+// a string nor null. With first, the first match is taken and the rest
+// is not read, for JSON that has no two members of one name.
+func topString(raw []byte, name string, first bool) (string, bool) {
 	if len(raw) == 0 {
 		return "", true
 	}
 	r := specReaders.Get().(*specReader)
 	defer specReaders.Put(r)
 	r.src.Reset(raw)
-	// Names are not checked for duplicates: that was half its cost.
+	// Duplicate names are not checked, the last is taken: checking them
+	// was half of what reading cost.
 	r.dec.Reset(&r.src, jsontext.AllowDuplicateNames(true))
 	d := &r.dec
 	switch tok, err := d.ReadToken(); {
@@ -460,27 +469,34 @@ func topString(raw []byte, name string) (string, bool) {
 	case tok.Kind() != '{':
 		return "", false
 	}
+	var out string
 	for d.PeekKind() == '"' {
 		n, err := d.ReadToken()
 		if err != nil {
 			return "", false
 		}
-		if n.String() != name {
+		if !strings.EqualFold(n.String(), name) {
 			if d.SkipValue() != nil {
 				return "", false
 			}
 			continue
 		}
-		v, err := d.ReadToken()
-		if err != nil || v.Kind() != '"' {
+		switch v, err := d.ReadToken(); {
+		case err != nil:
+			return "", false
+		case v.Kind() == '"':
+			out = v.String()
+			if first {
+				return out, true
+			}
+		case v.Kind() != 'n':
 			return "", false
 		}
-		return v.String(), true
 	}
 	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '}' {
 		return "", false
 	}
-	return "", true
+	return out, true
 }
 
 // specReader reads a spec's top level; they are kept for reuse, as their

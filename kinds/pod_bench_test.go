@@ -35,3 +35,15 @@ func BenchmarkDecodePod(b *testing.B) {
 		}
 	}
 }
+
+// The scheduler's decoding of a status write to a bound pod.
+func BenchmarkPodPhaseAfter(b *testing.B) {
+	o := benchPod(b)
+	prev := kinds.PodOrNil(o)
+	next := *o
+	for b.Loop() {
+		if kinds.PodPhaseAfter(&next, o, prev) == nil {
+			b.Fatal("not decoded")
+		}
+	}
+}

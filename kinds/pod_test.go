@@ -98,6 +98,11 @@ func TestPodAfter(t *testing.T) {
 		{name: "an unbound pod's conditions", o: obj(spec, `{"conditions":[{"type":"PodScheduled","status":"False"}]}`), old: old, oldValue: prev, reused: prev, conds: 1},
 		{name: "a bound pod with a null status", o: obj(bound, `null`), node: "n1"},
 		{name: "a bound pod with no status", o: obj(bound, ``), node: "n1"},
+		// Read as a status decodes, whoever wrote it.
+		{name: "a phase in another case", o: obj(bound, `{"Phase":"Succeeded"}`), phase: "Succeeded", node: "n1"},
+		{name: "two phases", o: obj(bound, `{"phase":"Running","conditions":[],"phase":"Succeeded"}`), phase: "Succeeded", node: "n1"},
+		{name: "a phase, then null", o: obj(bound, `{"phase":"Running","phase":null}`), phase: "Running", node: "n1"},
+		{name: "a null phase", o: obj(bound, `{"phase":null}`), node: "n1"},
 		{name: "the same spec written another way", o: obj(`{"containers": [{"name":"web","image":"demo"}],"terminationGracePeriodSeconds":30}`, `{}`), old: old, oldValue: prev},
 		{name: "a form of another version", o: obj(spec, `{"phase":"Running"}`), old: old, oldValue: other, phase: "Running"},
 		{name: "no form before", o: obj(spec, `{"phase":"Running"}`), old: old, phase: "Running"},

@@ -20,8 +20,8 @@ var managedFields = newInternShards[stdjson.RawMessage](4<<20, 64<<10)
 // stringMaps holds one copy of each small string map (labels,
 // annotations) seen lately on a shared object: the pods of a ReplicaSet
 // have the same labels, and a map of two took 470 bytes a pod in each
-// process caching them.
-var stringMaps = newInternShards[map[string]string](1<<20, 1024)
+// process caching them. 4 MiB keeps the labels of about 11,000 owners.
+var stringMaps = newInternShards[map[string]string](4<<20, 1024)
 
 // maxSharedMap is the most entries a shared map has: larger ones are seldom
 // alike, and cost more to compare.
@@ -51,9 +51,15 @@ func shareMap(m map[string]string) map[string]string {
 	if kept, ok := t.kept(key); ok {
 		return kept
 	}
-	t.keep(string(key), m)
+	// A kept map costs its entries' bytes (the key holds them) and about
+	// 300 bytes of the map's own for up to eight entries.
+	t.keepCosting(string(key), m, len(key)+mapBytes)
 	return m
 }
+
+// mapBytes is about what a map of up to maxSharedMap strings takes beyond
+// the strings: its header and one group of eight slots.
+const mapBytes = 320
 
 // mapKey appends to b m's entries in key order, each string preceded by
 // its length, so that no two maps have one key; false when m has more
@@ -137,18 +143,21 @@ func (t *internTable[V]) kept(key []byte) (V, bool) {
 }
 
 // keep keeps v for key, which must not change; its callers keep no key
-// longer than maxValue.
-func (t *internTable[V]) keep(key string, v V) {
+// longer than maxValue. v counts as its key's bytes against maxBytes.
+func (t *internTable[V]) keep(key string, v V) { t.keepCosting(key, v, len(key)) }
+
+// keepCosting keeps v for key counting cost bytes against maxBytes.
+func (t *internTable[V]) keepCosting(key string, v V, cost int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, ok := t.m[key]; ok {
 		return // another caller made it meanwhile; theirs stays
 	}
-	if t.m == nil || t.size+len(key) > t.maxBytes {
+	if t.m == nil || t.size+cost > t.maxBytes {
 		t.m, t.size = map[string]V{}, 0
 	}
 	t.m[key] = v
-	t.size += len(key)
+	t.size += cost
 }
 
 // SharedDecoder decodes JSON values into values of V and keeps those of

@@ -227,3 +227,21 @@ func TestShareMapsSharesEqualMaps(t *testing.T) {
 func sameMap(a, b map[string]string) bool {
 	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
+
+// A map kept counts its entries' bytes and the map's own against the
+// table's bound, not its key's bytes alone.
+func TestSharedMapsCountTheirMaps(t *testing.T) {
+	m := map[string]string{"counted": t.Name()}
+	key, _ := mapKey(nil, m)
+	tab := stringMaps.shard(key)
+	size := func() int {
+		tab.mu.Lock()
+		defer tab.mu.Unlock()
+		return tab.size
+	}
+	before := size()
+	shareMap(m)
+	if got, want := size(), len(key)+mapBytes; got != before+want && got != want {
+		t.Fatalf("the table grew from %d to %d bytes, want by %d", before, got, want)
+	}
+}
