@@ -36,14 +36,23 @@ func BenchmarkDecodePod(b *testing.B) {
 	}
 }
 
-// The scheduler's decoding of a status write to a bound pod.
-func BenchmarkPodPhaseAfter(b *testing.B) {
+// An informer's decoding of a status write to a bound pod: whole, as the
+// controllers keep pods, or its phase alone, as the scheduler does.
+func BenchmarkStatusWrite(b *testing.B) {
 	o := benchPod(b)
 	prev := kinds.PodOrNil(o)
 	next := *o
-	for b.Loop() {
-		if kinds.PodPhaseAfter(&next, o, prev) == nil {
-			b.Fatal("not decoded")
-		}
+	for _, dec := range []struct {
+		name string
+		fn   func(o, old *object.Object, oldValue any) any
+	}{{"PodAfter", kinds.PodAfter}, {"PodPhaseAfter", kinds.PodPhaseAfter}} {
+		b.Run(dec.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if dec.fn(&next, o, prev) == nil {
+					b.Fatal("not decoded")
+				}
+			}
+		})
 	}
 }
