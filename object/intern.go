@@ -35,7 +35,9 @@ func (o *Object) ShareMaps() {
 	o.Metadata.Annotations = shareMap(o.Metadata.Annotations)
 }
 
-func shareMap(m map[string]string) map[string]string {
+func shareMap(m map[string]string) map[string]string { return shareMapIn(stringMaps, m) }
+
+func shareMapIn(s *internShards[map[string]string], m map[string]string) map[string]string {
 	if len(m) == 0 || len(m) > maxSharedMap {
 		return m
 	}
@@ -44,7 +46,7 @@ func shareMap(m map[string]string) map[string]string {
 	if !ok {
 		return m
 	}
-	t := stringMaps.shard(key)
+	t := s.shard(key)
 	if len(key) > t.maxValue {
 		return m
 	}

@@ -231,17 +231,23 @@ func sameMap(a, b map[string]string) bool {
 // A map kept counts its entries' bytes and the map's own against the
 // table's bound, not its key's bytes alone.
 func TestSharedMapsCountTheirMaps(t *testing.T) {
-	m := map[string]string{"counted": t.Name()}
-	key, _ := mapKey(nil, m)
-	tab := stringMaps.shard(key)
-	size := func() int {
+	first, _ := mapKey(nil, map[string]string{"counted": "0"})
+	shards := newInternShards[map[string]string](16*3*(len(first)+mapBytes), 1024)
+	var kept []map[string]string
+	for i := range 4 {
+		// Keys of one length, so one shard, which holds three.
+		m := map[string]string{"counted": fmt.Sprint(i)}
+		key, _ := mapKey(nil, m)
+		tab := shards.shard(key)
+		kept = append(kept, shareMapIn(shards, m))
 		tab.mu.Lock()
-		defer tab.mu.Unlock()
-		return tab.size
+		size, n := tab.size, len(tab.m)
+		tab.mu.Unlock()
+		if want := min(i, 2) + 1; i < 3 && (n != want || size != want*(len(key)+mapBytes)) || i == 3 && n != 1 {
+			t.Fatalf("after %d maps the shard holds %d of %d bytes", i+1, n, size)
+		}
 	}
-	before := size()
-	shareMap(m)
-	if got, want := size(), len(key)+mapBytes; got != before+want && got != want {
-		t.Fatalf("the table grew from %d to %d bytes, want by %d", before, got, want)
+	if again := shareMapIn(shards, map[string]string{"counted": "0"}); sameMap(again, kept[0]) {
+		t.Fatal("a map from before the shard started again was given out")
 	}
 }
