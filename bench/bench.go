@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"sort"
 	"sync"
@@ -238,7 +239,7 @@ func (sc scenario) startProfiles(cs components) (stop func(), err error) {
 	if sc.cfg.CPUProfile == "" {
 		return func() {}, nil
 	}
-	stopSelf, err := profile(filepath.Join(sc.cfg.CPUProfile, fmt.Sprintf("nats-and-bench-%d.prof", os.Getpid())))
+	stopSelf, err := profile(filepath.Join(sc.cfg.CPUProfile, fmt.Sprintf("nats-and-bench-%d", os.Getpid())))
 	if err != nil {
 		return nil, err
 	}
@@ -514,9 +515,10 @@ func SpreadOf(xs []float64) Spread {
 	return Spread{Median: m, Min: s[0], Max: s[len(s)-1]}
 }
 
-// profile writes a CPU profile of this process to path until stop.
-func profile(path string) (stop func(), err error) {
-	f, err := os.Create(path)
+// profile writes a CPU profile of this process to base.prof until stop,
+// and then its live heap to base.heap.
+func profile(base string) (stop func(), err error) {
+	f, err := os.Create(base + ".prof")
 	if err != nil {
 		return nil, err
 	}
@@ -524,7 +526,17 @@ func profile(path string) (stop func(), err error) {
 		f.Close()
 		return nil, fmt.Errorf("bench: cpu profile: %w", err)
 	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+		// The heap as the scenario ends, every pod Running: the store's
+		// and the bench's watch's, which its peak memory counts.
+		if h, err := os.Create(base + ".heap"); err == nil {
+			runtime.GC()
+			_ = pprof.WriteHeapProfile(h)
+			h.Close()
+		}
+	}, nil
 }
 
 // stages tells, once every pod runs, when the last of them passed each
