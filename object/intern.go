@@ -38,7 +38,7 @@ func (o *Object) ShareMaps() {
 func shareMap(m map[string]string) map[string]string { return shareMapIn(stringMaps, m) }
 
 func shareMapIn(s *internShards[map[string]string], m map[string]string) map[string]string {
-	if len(m) == 0 || len(m) > maxSharedMap {
+	if len(m) == 0 {
 		return m
 	}
 	var buf [512]byte
@@ -53,8 +53,8 @@ func shareMapIn(s *internShards[map[string]string], m map[string]string) map[str
 	if kept, ok := t.kept(key); ok {
 		return kept
 	}
-	// A kept map costs its entries' bytes (the key holds them) and about
-	// 300 bytes of the map's own for up to eight entries.
+	// A kept map costs its entries' bytes (the key holds them) and the
+	// map's own.
 	t.keepCosting(string(key), m, len(key)+mapBytes)
 	return m
 }

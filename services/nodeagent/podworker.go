@@ -269,29 +269,29 @@ func (w *podWorker) writeStatus(ctx context.Context) error {
 		return err
 	}
 	if object.SameEncoding(n.Status, stored.Status) {
-		w.written(rep, stored, known)
+		w.written(rep, stored)
 		return nil
 	}
 	updated, err := w.a.write.UpdateStatus(ctx, n, stored)
 	if err != nil {
 		return err
 	}
-	w.written(rep, updated.SharingWith(stored), nil)
+	w.written(rep, updated.SharingWith(stored))
 	return nil
 }
 
-// written records that rep is stored, as stored (whose status decoded is
-// known, or nil), unless a later version is held. Neither the report nor the status decoded from it is
-// kept: a later write, after a new report, decodes the stored status
-// again. Kept, they were a fifth of the live heap of a host of 100,000
-// idle pods, for a few microseconds saved on a write seldom made.
-func (w *podWorker) written(rep *kinds.PodStatus, stored *object.Object, known *kinds.PodStatus) {
+// written records that rep is stored, as stored unless a later version
+// is held. Neither the report nor the status decoded from it is kept: a
+// later write, after a new report, decodes the stored status again.
+// Kept, they were a fifth of the live heap of a host of 100,000 idle
+// pods, for a few microseconds saved on a write seldom made.
+func (w *podWorker) written(rep *kinds.PodStatus, stored *object.Object) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	// A version of the same revision is the same; the one held may have
 	// its status decoded already.
 	if rev(stored) > rev(w.stored) {
-		w.stored, w.storedStatus = stored, known
+		w.stored, w.storedStatus = stored, nil
 	}
 	if w.reported == rep {
 		w.reported = nil

@@ -313,3 +313,41 @@ spec:
 		return false
 	})
 }
+
+// A bound pod that finishes frees what it asked of its node: the
+// scheduler reads the phase of a bound pod's status, and nothing more.
+func TestFinishedPodFreesItsNode(t *testing.T) {
+	e := testenv.New(t)
+	e.Scheduler("s1")
+	e.Node("a", kinds.ResourceList{"cpu": "1", "memory": "1Gi", "pods": "10"}, nil)
+	e.Apply(pod("first", "1", ""))
+	var first *kinds.Pod
+	e.Eventually("first Running on a", 10*time.Second, func() bool {
+		ps := e.Pods("app=t")
+		if len(ps) == 1 && ps[0].Spec.NodeName == "a" && ps[0].Status.Phase == kinds.PodRunning {
+			first = ps[0]
+			return true
+		}
+		return false
+	})
+	// Finished, as its node would report it; the node's agent wrote
+	// Running already and has nothing more to report.
+	done := first.Object.Clone()
+	st := first.Status
+	st.Phase = kinds.PodSucceeded
+	if err := done.SetStatus(st); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.C.Update(e.Ctx, e.Res("pods"), done, true); err != nil {
+		t.Fatal(err)
+	}
+	e.Apply(pod("second", "1", ""))
+	e.Eventually("second bound to a, in the cpu first freed", 10*time.Second, func() bool {
+		for _, p := range e.Pods("app=t") {
+			if p.Metadata.Name == "second" {
+				return p.Spec.NodeName == "a"
+			}
+		}
+		return false
+	})
+}
