@@ -71,3 +71,9 @@ func SharedWatchers(stream, reason string) (serving, alone float64) {
 	return testutil.ToFloat64(sharedWatchers.WithLabelValues(stream)),
 		testutil.ToFloat64(sharedWatchersAlone.WithLabelValues(stream, reason))
 }
+
+// WritesCounted is this process's count of writes to the stream labelled
+// label (as Conn.Writes names it).
+func WritesCounted(label string) float64 {
+	return testutil.ToFloat64(storeWrites.WithLabelValues(label))
+}

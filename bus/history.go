@@ -89,7 +89,12 @@ func (h *History) Append(resource, key string, data []byte) error {
 	}
 	_, err := h.conn.js.PublishMsgAsync(&nats.Msg{Subject: historySubject(resource, key), Data: data},
 		jetstream.WithStallWait(requestTimeout))
-	return translate(err)
+	if err != nil {
+		return translate(err)
+	}
+	// Counted as handed over: no one waits for the answer.
+	wrote(historyStream)
+	return nil
 }
 
 // Read calls fn with the entries of an object stored at or after since

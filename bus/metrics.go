@@ -1,6 +1,11 @@
 package bus
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // The bus's metrics, on the default registry.
 var (
@@ -24,6 +29,10 @@ var (
 		Name: "homeostat_bus_shared_watchers_alone_total",
 		Help: "Watches that left their store's shared read to go on alone: behind its ring of changes (slow), or the read ended (ended).",
 	}, []string{"stream", "reason"})
+	storeWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "homeostat_bus_writes_total",
+		Help: "Messages this process stored in the bus's streams, by stream as Conn.Writes names them; a duplicate the stream dropped is not counted.",
+	}, []string{"stream"})
 	relayRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "homeostat_node_relay_refusals_total",
 		Help: "Writes the node relay refused: forbidden (not the node's pod, or not being deleted), or dropped (not sent by the node's agent).",
@@ -31,5 +40,28 @@ var (
 )
 
 func init() {
-	prometheus.MustRegister(readRestarts, consumersOpen, consumeRestarts, sharedWatchers, sharedWatchersAlone, relayRefusals)
+	prometheus.MustRegister(readRestarts, consumersOpen, consumeRestarts, sharedWatchers, sharedWatchersAlone, relayRefusals, storeWrites)
+}
+
+// writeCounters holds storeWrites' counter of each stream, by the stream's
+// own name: a write is counted without naming its label again.
+var writeCounters sync.Map
+
+// wrote counts a message stored in stream by this process, so that the
+// writes to the bus can be told apart by writer (each process serves its
+// own metrics), not only by stream.
+func wrote(stream string) {
+	c, ok := writeCounters.Load(stream)
+	if !ok {
+		c, _ = writeCounters.LoadOrStore(stream, storeWrites.WithLabelValues(streamLabel(stream)))
+	}
+	c.(prometheus.Counter).Inc()
+}
+
+// wroteAck counts the write an acknowledgement answers, unless the stream
+// dropped it as a duplicate of one stored already.
+func wroteAck(ack *jetstream.PubAck) {
+	if ack != nil && !ack.Duplicate {
+		wrote(ack.Stream)
+	}
 }

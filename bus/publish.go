@@ -41,7 +41,11 @@ func (c *Conn) publishOnce(ctx context.Context, msg *nats.Msg, opts ...jetstream
 	ctx, cancel := context.WithTimeout(ctx, tryTimeout)
 	defer cancel()
 	ack, err := c.js.PublishMsg(ctx, msg, opts...)
-	return ack, translate(err)
+	if err != nil {
+		return nil, translate(err)
+	}
+	wroteAck(ack)
+	return ack, nil
 }
 
 // casPublish stores msg if its subject's last sequence in stream is still
@@ -79,6 +83,8 @@ func (c *Conn) casPublish(ctx context.Context, stream string, msg *nats.Msg, exp
 		v := settle(casState{expect: expect, uncertain: uncertain, now: now, mine: mine, readErr: lerr}, err)
 		switch {
 		case v.landed:
+			// An earlier attempt stored it; its answer was lost.
+			wrote(stream)
 			return &jetstream.PubAck{Stream: stream, Sequence: now}, nil
 		case v.err != nil:
 			return nil, v.err

@@ -186,7 +186,8 @@ func waitAcks(ctx context.Context, futures []jetstream.PubAckFuture) error {
 	defer stalled.Stop()
 	for _, f := range futures {
 		select {
-		case <-f.Ok():
+		case ack := <-f.Ok():
+			wroteAck(ack)
 		case err := <-f.Err():
 			var apiErr *jetstream.APIError
 			if !errors.As(err, &apiErr) || apiErr.ErrorCode != jsErrDuplicateInProcess {

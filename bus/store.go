@@ -594,6 +594,7 @@ func (s *Store) CreateMany(ctx context.Context, objs []*object.Object, opts Crea
 		}
 		select {
 		case ack := <-f.Ok():
+			wroteAck(ack)
 			out[i].Metadata.ResourceVersion = strconv.FormatUint(ack.Sequence, 10)
 			s.noteWrite(ctx, VerbCreated, out[i].Key())
 		case err := <-f.Err():

@@ -37,7 +37,11 @@ func (c *Conn) SpanSink(ctx context.Context) (*SpanSink, error) {
 // PublishSpan stores one encoded span of traceID.
 func (s *SpanSink) PublishSpan(_ context.Context, traceID string, data []byte) error {
 	_, err := s.conn.js.PublishMsgAsync(&nats.Msg{Subject: tracesPrefix + traceID, Data: data})
-	return translate(err)
+	if err != nil {
+		return translate(err)
+	}
+	wrote(tracesStream) // as handed over, as History.Append counts
+	return nil
 }
 
 // Spans returns the stored spans of a trace.

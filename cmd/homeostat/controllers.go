@@ -44,13 +44,20 @@ func newControllers(g *globals) *cobra.Command {
 	bf.register(cmd.Flags())
 	cmd.Flags().IntVar(&workers, "workers", 4, "reconcile workers per controller in this process")
 	cmd.Flags().StringVar(&metrics, "metrics-listen", "127.0.0.1:9090", "address serving /metrics and /healthz (empty: none)")
-	cmd.Flags().StringVar(&metricsAddrFile, "metrics-address-file", "", "file to write the address /metrics listens on, once it does (for --metrics-listen with port 0)")
+	cmd.Flags().StringVar(&metricsAddrFile, "metrics-address-file", "", metricsAddrFileHelp)
 	cmd.Flags().StringVar(&identity, "identity", "", "names this process in its claims on keys; one kept across restarts takes them back at once (default: new each start)")
 	cmd.Flags().DurationVar(&grace, "node-grace", 40*time.Second, "a node whose heartbeat is older is marked unreachable")
 	cmd.Flags().DurationVar(&evict, "evict-after", 5*time.Minute, "pods of an unreachable node are deleted this long after")
 	cmd.Flags().BoolVar(&history, "reconcile-history", true, "record every reconcile in its object's history (what explain and history read)")
 	return cmd
 }
+
+const metricsAddrFileHelp = "file to write the address /metrics listens on, once it does (for --metrics-listen with port 0)"
+
+// alwaysReady is the readiness of a service that is ready once it runs.
+func alwaysReady() <-chan struct{} { return closedChan }
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // metricsOptions say where a service serves its metrics.
 type metricsOptions struct {

@@ -55,6 +55,7 @@ type agentOptions struct {
 	proxyAddress string
 	// The log endpoint's TLS, required beyond loopback.
 	tlsCert, tlsKey, clientCA string
+	metrics                   metricsOptions
 }
 
 const podUserHelp = "UID[:GID] that a pod's processes run as when it names no securityContext.runAsUser (default: the agent's own user)"
@@ -116,6 +117,8 @@ func (o *agentOptions) register(cmd *cobra.Command) {
 	f.StringVar(&o.podUser, "pod-user", "", podUserHelp)
 	f.StringVar(&o.portRange, "port-range", defaultPortRange, portRangeHelp)
 	f.StringVar(&o.proxyAddress, "proxy-address", "", proxyAddressHelp)
+	f.StringVar(&o.metrics.addr, "metrics-listen", "", "address serving /metrics and /healthz (empty: none)")
+	f.StringVar(&o.metrics.addrFile, "metrics-address-file", "", metricsAddrFileHelp)
 }
 
 const proxyAddressHelp = "address the node's Service proxy listens on, at each Service's ports (default: the node's address; none: no proxy)"
@@ -353,7 +356,8 @@ func newNodeAgent(g *globals) *cobra.Command {
 					return err
 				}
 				defer conn.Close()
-				return runAgent(ctx, g, o, conn)
+				return runAll(ctx, func(ctx context.Context) error { return runAgent(ctx, g, o, conn) },
+					metricsServer(o.metrics, alwaysReady))
 			})
 		},
 	}
@@ -364,7 +368,7 @@ func newNodeAgent(g *globals) *cobra.Command {
 
 func newScheduler(g *globals) *cobra.Command {
 	var bf busFlags
-	var metrics, identity string
+	var metrics, metricsAddrFile, identity string
 	cmd := &cobra.Command{
 		Use:   "scheduler",
 		Short: "Run a scheduler replica (one leads; the others stand by)",
@@ -382,12 +386,13 @@ func newScheduler(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return runAll(ctx, svc.Run, metricsServer(metricsOptions{addr: metrics}, svc.Ready))
+				return runAll(ctx, svc.Run, metricsServer(metricsOptions{addr: metrics, addrFile: metricsAddrFile}, svc.Ready))
 			})
 		},
 	}
 	bf.register(cmd.Flags())
 	cmd.Flags().StringVar(&metrics, "metrics-listen", "127.0.0.1:9091", "address serving /metrics and /healthz (empty: none)")
+	cmd.Flags().StringVar(&metricsAddrFile, "metrics-address-file", "", metricsAddrFileHelp)
 	host, _ := os.Hostname()
 	cmd.Flags().StringVar(&identity, "identity", host, "this replica's name in the leadership lease; keep it across restarts, make it unique among replicas")
 	return cmd
