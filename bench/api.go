@@ -42,6 +42,9 @@ func startAPI(ctx context.Context, cfg Config, natsURL, dir string) (*apiServer,
 			a.target, _ = kubeconfig.LoadTarget(filepath.Join(data, "admin.kubeconfig"))
 		}
 		if a.target != nil && a.ready(ctx) {
+			// Its metrics (its writes to the bus) are on its own port,
+			// for its admin.
+			proc.metrics = func(ctx context.Context) (io.ReadCloser, error) { return a.client().Stream(ctx, "/metrics") }
 			return a, nil
 		}
 		if time.Now().After(deadline) {

@@ -89,6 +89,12 @@ type Result struct {
 	// started, by stream (bus.Conn.Writes), and their sum.
 	WritesPerPod      map[string]float64
 	TotalWritesPerPod float64
+	// WritesByWriter split them by the component that made them (by its
+	// own count, from its metrics), then by stream; a component whose
+	// count could not be read is missing. Uncounted is what the streams
+	// took that no component counted, per pod.
+	WritesByWriter map[string]map[string]float64
+	Uncounted      float64
 	// WriteShare is the scenario's write rate as a share of the ceiling.
 	WriteShare float64
 	// ViaAPI says the Deployments were created through the API.
@@ -181,10 +187,6 @@ func (sc scenario) run(ctx context.Context, res *Result) error {
 	if err != nil {
 		return err
 	}
-	before, err := sc.conn.Writes(ctx)
-	if err != nil {
-		return err
-	}
 	// Made and checked before the clock starts, as a user's would be.
 	objs, err := deployments(sc.cfg.Deployments, sc.cfg.Replicas)
 	if err != nil {
@@ -199,7 +201,13 @@ func (sc scenario) run(ctx context.Context, res *Result) error {
 		return err
 	}
 	defer stopProfiles()
+	// Each component's writes are read beside the streams', so that the
+	// two tell the same time.
 	workBefore := all.work(ctx)
+	before, err := sc.conn.Writes(ctx)
+	if err != nil {
+		return err
+	}
 	busyBefore, totalBefore := machineCPU()
 	start := time.Now()
 	if err := sc.create(ctx, api, objs); err != nil {
@@ -212,17 +220,18 @@ func (sc scenario) run(ctx context.Context, res *Result) error {
 	}
 	stopProfiles()
 	res.Work = since(workBefore, all.work(ctx))
-	if busy, total := machineCPU(); total > totalBefore {
-		res.MachineBusy = float64(busy-busyBefore) / float64(total-totalBefore)
-	}
 	after, err := sc.conn.Writes(ctx)
 	if err != nil {
 		return err
+	}
+	if busy, total := machineCPU(); total > totalBefore {
+		res.MachineBusy = float64(busy-busyBefore) / float64(total-totalBefore)
 	}
 	res.converged(last.Sub(start), lat)
 	res.Stages = w.stages(start)
 	res.Stages.Submitted = submitted
 	res.writes(before, after, time.Since(start))
+	res.writers()
 	if api != nil && sc.cfg.APIProbes {
 		if res.API, err = (apiProbe{api: api, size: sc.cfg.Probe, progress: sc.progress}).run(ctx, res.Pods); err != nil {
 			return err
@@ -279,6 +288,26 @@ func (r *Result) writes(before, after map[string]uint64, elapsed time.Duration) 
 	}
 	r.TotalWritesPerPod = float64(total) / float64(r.Pods)
 	r.WriteShare = float64(total) / elapsed.Seconds() / r.CeilingWrites
+}
+
+// writers splits the writes per pod by the component that made them.
+func (r *Result) writers() {
+	r.WritesByWriter = map[string]map[string]float64{}
+	counted := 0.0
+	for _, w := range r.Work {
+		if w.Writes == nil {
+			continue
+		}
+		per := map[string]float64{}
+		for stream, n := range w.Writes {
+			if stream != "ceiling" {
+				per[stream] = n / float64(r.Pods)
+				counted += per[stream]
+			}
+		}
+		r.WritesByWriter[w.Name] = per
+	}
+	r.Uncounted = r.TotalWritesPerPod - counted
 }
 
 // Ceiling measures async publishes with a revision check to KV subjects,

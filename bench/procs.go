@@ -2,7 +2,9 @@ package bench
 
 import (
 	"bufio"
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,9 +20,8 @@ type component struct {
 	cmd  *exec.Cmd
 	peak atomic.Int64
 	done chan struct{}
-	// metricsAddr is the file where the component writes the address of
-	// its /metrics, or "".
-	metricsAddr string
+	// metrics opens the component's metrics, or is nil.
+	metrics func(context.Context) (io.ReadCloser, error)
 }
 
 type components []*component
@@ -30,8 +31,8 @@ type components []*component
 // leads, the others stand by) and the simulated nodes.
 func startComponents(cfg Config, natsURL, dir string) (components, error) {
 	type spec struct {
-		name, metricsAddr string
-		args              []string
+		name, addrFile string
+		args           []string
 	}
 	var specs []spec
 	numbered := func(role string, i, n int) string {
@@ -40,20 +41,21 @@ func startComponents(cfg Config, natsURL, dir string) (components, error) {
 		}
 		return fmt.Sprintf("%s-%d", role, i+1)
 	}
+	// Each serves its metrics (its writes to the bus, a controller's
+	// reconciles) and says where once it does.
+	serve := func(name string, args ...string) spec {
+		file := filepath.Join(dir, strings.Fields(name)[0]+".metrics-address")
+		return spec{name, file, append(args, "--nats", natsURL, "--metrics-listen", "127.0.0.1:0", "--metrics-address-file", file)}
+	}
 	for i := range max(cfg.Controllers, 1) {
-		// The controllers' metrics count their reconciles; each says
-		// where it serves them once it does.
-		name := numbered("controllers", i, cfg.Controllers)
-		addrFile := filepath.Join(dir, name+".metrics-address")
-		specs = append(specs, spec{name, addrFile,
-			[]string{"controllers", "--nats", natsURL, "--metrics-listen", "127.0.0.1:0", "--metrics-address-file", addrFile,
-				"--workers", "8", "--reconcile-history=" + strconv.FormatBool(!cfg.NoHistory)}})
+		specs = append(specs, serve(numbered("controllers", i, cfg.Controllers),
+			"controllers", "--workers", "8", "--reconcile-history="+strconv.FormatBool(!cfg.NoHistory)))
 	}
 	for i := range max(cfg.Schedulers, 1) {
-		specs = append(specs, spec{name: numbered("scheduler", i, cfg.Schedulers), args: []string{"scheduler", "--nats", natsURL, "--metrics-listen", ""}})
+		specs = append(specs, serve(numbered("scheduler", i, cfg.Schedulers), "scheduler"))
 	}
-	specs = append(specs, spec{name: fmt.Sprintf("nodeagent --simulate %d", cfg.Nodes),
-		args: []string{"nodeagent", "--nats", natsURL, "--simulate", strconv.Itoa(cfg.Nodes), "--name", "sim"}})
+	specs = append(specs, serve(fmt.Sprintf("nodeagent --simulate %d", cfg.Nodes),
+		"nodeagent", "--simulate", strconv.Itoa(cfg.Nodes), "--name", "sim"))
 	var cs components
 	for _, s := range specs {
 		c, err := startComponent(cfg, dir, s.name, s.args)
@@ -61,7 +63,7 @@ func startComponents(cfg Config, natsURL, dir string) (components, error) {
 			cs.stop()
 			return nil, err
 		}
-		c.metricsAddr = s.metricsAddr
+		c.metrics = metricsAt(s.addrFile)
 		cs = append(cs, c)
 	}
 	return cs, nil

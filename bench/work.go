@@ -4,34 +4,58 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
-// Work is what one component did over a scenario: the CPU it used and,
-// for a controller process, the reconciles it ran.
+// Work is what one component did over a scenario: the CPU it used, the
+// messages it stored in the bus and, for a controller process, the
+// reconciles it ran.
 type Work struct {
 	Name string
 	CPU  time.Duration
 	// Reconciles is -1 where the component does not count them.
 	Reconciles float64
+	// Writes are the messages the component stored, by stream as
+	// bus.Conn.Writes names them; nil where its metrics cannot be read.
+	Writes map[string]float64
 }
 
-// work reads each component's CPU time and reconcile count now, and the
-// bench's own process's, which holds the embedded store.
+// work reads each component's CPU time, writes and reconcile count now,
+// and the bench's own process's, which holds the embedded store. The
+// components are read at once, so that their counts tell nearly the same
+// moment.
 func (cs components) work(ctx context.Context) []Work {
-	out := make([]Work, 0, len(cs)+1)
-	for _, c := range cs {
-		w := Work{Name: c.name, CPU: cpuTime(c.cmd.Process.Pid), Reconciles: -1}
-		if c.metricsAddr != "" {
-			w.Reconciles = reconciles(ctx, c.metricsAddr)
-		}
-		out = append(out, w)
+	out := make([]Work, len(cs)+1)
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		wg.Go(func() {
+			w := Work{Name: c.name, CPU: cpuTime(c.cmd.Process.Pid), Reconciles: -1}
+			if c.metrics != nil {
+				if fams, err := scrape(ctx, c.metrics); err == nil {
+					w.Reconciles, w.Writes = fromMetrics(fams)
+				}
+			}
+			out[i] = w
+		})
 	}
-	return append(out, Work{Name: selfName, CPU: cpuTime(os.Getpid()), Reconciles: -1})
+	self := Work{Name: selfName, CPU: cpuTime(os.Getpid()), Reconciles: -1}
+	if fams, err := prometheus.DefaultGatherer.Gather(); err == nil {
+		_, self.Writes = fromMetrics(fams)
+	}
+	out[len(cs)] = self
+	wg.Wait()
+	return out
 }
 
 // since is the work done between two readings of the same components.
@@ -43,6 +67,15 @@ func since(before, after []Work) []Work {
 			out[i].CPU -= before[i].CPU
 			if a.Reconciles >= 0 && before[i].Reconciles >= 0 {
 				out[i].Reconciles -= before[i].Reconciles
+			}
+			out[i].Writes = nil
+			if a.Writes != nil && before[i].Writes != nil {
+				out[i].Writes = map[string]float64{}
+				for stream, n := range a.Writes {
+					if d := n - before[i].Writes[stream]; d > 0 {
+						out[i].Writes[stream] = d
+					}
+				}
 			}
 		}
 	}
@@ -104,45 +137,82 @@ func cpuTime(pid int) time.Duration {
 	return time.Duration(utime+stime) * time.Second / clockTicks
 }
 
-// reconciles sums a controller process's reconciles, every controller and
-// outcome, from its metrics, served at the address written in addrFile;
-// -1 when they cannot be read.
-func reconciles(ctx context.Context, addrFile string) float64 {
-	addr, err := os.ReadFile(addrFile)
-	if err != nil {
-		return -1
-	}
+// Metric names the bench reads.
+const (
+	reconcilesMetric = "homeostat_reconcile_duration_seconds_count"
+	reconcilesFamily = "homeostat_reconcile_duration_seconds"
+	writesMetric     = "homeostat_bus_writes_total"
+)
+
+// scrape reads a component's metrics in the text exposition format.
+func scrape(ctx context.Context, open func(context.Context) (io.ReadCloser, error)) ([]*dto.MetricFamily, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+string(addr)+"/metrics", nil)
+	body, err := open(ctx)
 	if err != nil {
-		return -1
+		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	defer body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	byName, err := parser.TextToMetricFamilies(body)
 	if err != nil {
-		return -1
+		return nil, err
 	}
-	defer resp.Body.Close()
-	return sumMetric(bufio.NewScanner(resp.Body), "homeostat_reconcile_duration_seconds_count")
+	fams := make([]*dto.MetricFamily, 0, len(byName))
+	for _, f := range byName {
+		fams = append(fams, f)
+	}
+	return fams, nil
 }
 
-// sumMetric adds up every sample of one metric in the text exposition
-// format; -1 when there is none.
-func sumMetric(sc *bufio.Scanner, name string) float64 {
-	total, found := 0.0, false
-	for sc.Scan() {
-		line := sc.Text()
-		rest, ok := strings.CutPrefix(line, name)
-		if !ok || (rest != "" && rest[0] != '{' && rest[0] != ' ') {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		if err == nil {
-			total, found = total+v, true
+// fromMetrics reads a process's reconciles, every controller and outcome
+// (-1 when it counts none), and its writes to the bus by stream.
+func fromMetrics(fams []*dto.MetricFamily) (reconciles float64, writes map[string]float64) {
+	reconciles, writes = -1, map[string]float64{}
+	for _, f := range fams {
+		switch f.GetName() {
+		case reconcilesFamily, reconcilesMetric:
+			// A histogram parsed whole, or its counts alone.
+			for _, m := range f.GetMetric() {
+				n := m.GetHistogram().GetSampleCount()
+				if f.GetName() == reconcilesMetric {
+					n = uint64(m.GetUntyped().GetValue())
+				}
+				reconciles = max(reconciles, 0) + float64(n)
+			}
+		case writesMetric:
+			for _, m := range f.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "stream" {
+						writes[l.GetValue()] += m.GetCounter().GetValue()
+					}
+				}
+			}
 		}
 	}
-	if !found {
-		return -1
+	return reconciles, writes
+}
+
+// metricsAt opens the /metrics of a component that writes where it
+// serves them to addrFile once it does.
+func metricsAt(addrFile string) func(context.Context) (io.ReadCloser, error) {
+	return func(ctx context.Context) (io.ReadCloser, error) {
+		addr, err := os.ReadFile(addrFile)
+		if err != nil {
+			return nil, err
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+string(addr)+"/metrics", nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			resp.Body.Close()
+			return nil, fmt.Errorf("bench: %s answered %s", req.URL, resp.Status)
+		}
+		return resp.Body, nil
 	}
-	return total
 }

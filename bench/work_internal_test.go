@@ -1,40 +1,62 @@
 package bench
 
 import (
-	"bufio"
+	"context"
+	"io"
+	"maps"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 )
 
-func TestSumMetric(t *testing.T) {
-	const name = "homeostat_reconcile_duration_seconds_count"
+// A process's metrics give its reconciles (every controller and outcome
+// of the histogram) and its writes by stream.
+func TestFromMetrics(t *testing.T) {
+	const hist = "# TYPE homeostat_reconcile_duration_seconds histogram\n"
+	const writes = "# TYPE homeostat_bus_writes_total counter\n"
 	for _, c := range []struct {
-		doc  string
-		text string
-		want float64
+		doc        string
+		text       string
+		reconciles float64
+		writes     map[string]float64
 	}{
-		{"none", "# HELP x\nother_total 3\n", -1},
-		{"labelled samples add up", name + `{controller="a",result="ok"} 3` + "\n" + name + `{controller="b",result="error"} 4.5` + "\n", 7.5},
-		{"unlabelled", name + " 2\n", 2},
-		{"a longer name with the prefix is another metric", name + "_extra 9\n" + name + " 1\n", 1},
-		{"comments are not samples", "# TYPE " + name + " counter\n" + name + " 5\n", 5},
+		{"neither", "# HELP x\nother_total 3\n", -1, map[string]float64{}},
+		{"reconciles of every controller and outcome add up", hist +
+			`homeostat_reconcile_duration_seconds_bucket{controller="a",result="ok",le="+Inf"} 3` + "\n" +
+			`homeostat_reconcile_duration_seconds_count{controller="a",result="ok"} 3` + "\n" +
+			`homeostat_reconcile_duration_seconds_count{controller="b",result="error"} 4` + "\n", 7, map[string]float64{}},
+		{"writes by stream", writes +
+			`homeostat_bus_writes_total{stream="pods"} 10000` + "\n" +
+			`homeostat_bus_writes_total{stream="queue replicaset"} 2.5e+03` + "\n", -1,
+			map[string]float64{"pods": 10000, "queue replicaset": 2500}},
+		{"a longer name with the prefix is another metric", writes + `homeostat_bus_writes_total{stream="pods"} 1` + "\n" +
+			"homeostat_bus_writes_total_extra 9\n", -1, map[string]float64{"pods": 1}},
 	} {
-		if got := sumMetric(bufio.NewScanner(strings.NewReader(c.text)), name); got != c.want {
-			t.Errorf("%s: got %v, want %v", c.doc, got, c.want)
+		fams, err := scrape(context.Background(), func(context.Context) (io.ReadCloser, error) {
+			return io.NopCloser(strings.NewReader(c.text)), nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", c.doc, err)
+		}
+		reconciles, writes := fromMetrics(fams)
+		if reconciles != c.reconciles || !maps.Equal(writes, c.writes) {
+			t.Errorf("%s: got %v reconciles and writes %v, want %v and %v", c.doc, reconciles, writes, c.reconciles, c.writes)
 		}
 	}
 }
 
 func TestSince(t *testing.T) {
-	before := []Work{{Name: "controllers-1", CPU: time.Second, Reconciles: 10}, {Name: "scheduler", CPU: 2 * time.Second, Reconciles: -1}}
-	after := []Work{{Name: "controllers-1", CPU: 3 * time.Second, Reconciles: 25}, {Name: "scheduler", CPU: 5 * time.Second, Reconciles: -1}}
+	before := []Work{{Name: "controllers-1", CPU: time.Second, Reconciles: 10, Writes: map[string]float64{"pods": 5, "history": 1}},
+		{Name: "scheduler", CPU: 2 * time.Second, Reconciles: -1, Writes: map[string]float64{"leases": 3}}}
+	after := []Work{{Name: "controllers-1", CPU: 3 * time.Second, Reconciles: 25, Writes: map[string]float64{"pods": 15, "history": 1, "events": 2}},
+		{Name: "scheduler", CPU: 5 * time.Second, Reconciles: -1}}
 	got := since(before, after)
-	want := []Work{{Name: "controllers-1", CPU: 2 * time.Second, Reconciles: 15}, {Name: "scheduler", CPU: 3 * time.Second, Reconciles: -1}}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("%d: got %+v, want %+v", i, got[i], want[i])
-		}
+	want := []Work{{Name: "controllers-1", CPU: 2 * time.Second, Reconciles: 15, Writes: map[string]float64{"pods": 10, "events": 2}},
+		// A reading that failed afterwards stays unknown.
+		{Name: "scheduler", CPU: 3 * time.Second, Reconciles: -1}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
 	}
 	// A reading that failed afterwards stays unknown rather than negative.
 	if got := since([]Work{{Name: "c", Reconciles: 4}}, []Work{{Name: "c", Reconciles: -1}}); got[0].Reconciles != -1 {

@@ -3,10 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -134,6 +137,10 @@ func summarize(out io.Writer, rs []*bench.Result) {
 	fmt.Fprintf(out, "  %-26s %.1f%% (%.1f–%.1f)\n", "throughput / ceiling", s.Median, s.Min, s.Max)
 	s = fig(func(r *bench.Result) float64 { return r.TotalWritesPerPod })
 	fmt.Fprintf(out, "  %-26s %.2f (%.2f–%.2f)\n", "store writes per pod", s.Median, s.Min, s.Max)
+	for _, w := range byValue(writerTotals(rs[0])) {
+		s = fig(func(r *bench.Result) float64 { return writerTotals(r)[w] })
+		fmt.Fprintf(out, "    %-24s %.2f (%.2f–%.2f)\n", "by "+w, s.Median, s.Min, s.Max)
+	}
 	if rs[0].API == nil {
 		return
 	}
@@ -152,6 +159,46 @@ func summarize(out io.Writer, rs []*bench.Result) {
 	apiLine("watch delivery p99", api(func(a *bench.APIResult) time.Duration { return a.WatchP99 }))
 }
 
+// byValue is the keys of m, greatest value first.
+func byValue(m map[string]float64) []string {
+	keys := slices.Collect(maps.Keys(m))
+	sort.Slice(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] || m[keys[i]] == m[keys[j]] && keys[i] < keys[j] })
+	return keys
+}
+
+// writerTotals is each writer's writes per pod, all streams together.
+func writerTotals(r *bench.Result) map[string]float64 {
+	out := map[string]float64{}
+	for w, per := range r.WritesByWriter {
+		for _, n := range per {
+			out[w] += n
+		}
+	}
+	return out
+}
+
+// reportWriters prints the writes per pod by the component that made
+// them, each with its streams.
+func reportWriters(out io.Writer, r *bench.Result) {
+	if len(r.WritesByWriter) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "  store writes per pod by writer (as each counted its own)\n")
+	totals := writerTotals(r)
+	for _, w := range byValue(totals) {
+		var parts []string
+		for _, s := range byValue(r.WritesByWriter[w]) {
+			if n := r.WritesByWriter[w][s]; n >= 0.005 {
+				parts = append(parts, fmt.Sprintf("%s %.2f", s, n))
+			}
+		}
+		fmt.Fprintln(out, strings.TrimRight(fmt.Sprintf("    %-30s %.2f  %s", w, totals[w], strings.Join(parts, ", ")), " "))
+	}
+	// Writes made between the readings of the writers and of the
+	// streams, or by a process the bench does not read.
+	fmt.Fprintf(out, "    %-30s %.2f\n", "counted by no writer read", r.Uncounted)
+}
+
 func report(out io.Writer, r *bench.Result) {
 	fmt.Fprintf(out, "\n%s\n", r.Scenario)
 	fmt.Fprintf(out, "  all %d pods Running after   %s\n", r.Pods, r.Elapsed.Round(time.Millisecond))
@@ -167,14 +214,10 @@ func report(out io.Writer, r *bench.Result) {
 	fmt.Fprintf(out, "  store ceiling               %.0f writes/s (async, revision-checked) = %.0f pods/s at 3 writes a pod\n", r.CeilingWrites, r.CeilingPods)
 	fmt.Fprintf(out, "  throughput / ceiling        %.1f%%\n", 100*r.Ratio)
 	fmt.Fprintf(out, "  store writes per pod        %.2f, at %.1f%% of the ceiling's rate\n", r.TotalWritesPerPod, 100*r.WriteShare)
-	streams := make([]string, 0, len(r.WritesPerPod))
-	for s := range r.WritesPerPod {
-		streams = append(streams, s)
-	}
-	sort.Slice(streams, func(i, j int) bool { return r.WritesPerPod[streams[i]] > r.WritesPerPod[streams[j]] })
-	for _, s := range streams {
+	for _, s := range byValue(r.WritesPerPod) {
 		fmt.Fprintf(out, "    %-30s %.2f\n", s, r.WritesPerPod[s])
 	}
+	reportWriters(out, r)
 	if a := r.API; a != nil {
 		fmt.Fprintf(out, "  API: list of %d pods          %s (median of %d; the first %s), %.1f MB of JSON read to the last byte\n", a.ListPods,
 			a.List.Round(time.Microsecond*100), a.ListRuns, a.ListFirst.Round(time.Microsecond*100), float64(a.ListBytes)/1e6)

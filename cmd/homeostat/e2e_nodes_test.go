@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -239,6 +240,20 @@ func TestBinaryBench(t *testing.T) {
 	if total == 0 {
 		t.Fatalf("no reconciles counted in the controllers' work:\n%s", out)
 	}
+	// Each pod's three writes, by the writers that made them: its create
+	// by the controllers, its bind by the leading scheduler, its status by
+	// its node.
+	blocks := writersOf(t, out)
+	if len(blocks) != 4 {
+		t.Fatalf("%d reports of writes by writer, want one a run:\n%s", len(blocks), out)
+	}
+	for _, b := range blocks {
+		for _, role := range []string{"controllers", "scheduler", "nodeagent"} {
+			if got := b.sum(role, "pods"); math.Abs(got-1) > 0.015 {
+				t.Errorf("%s wrote %.2f pod writes a pod, want 1:\n%s", role, got, out)
+			}
+		}
+	}
 	for _, want := range []string{"all 20 pods Running", "all 12 pods Running", "throughput / ceiling", "peak memory scheduler-2", "store ceiling",
 		"work of scheduler-1", "work of controllers-2",
 		"store writes per pod", "    pods ", "1 deployment(s) x 20 replicas on 4 nodes: median of 2 runs",
@@ -321,6 +336,67 @@ func TestBinaryBenchViaAPI(t *testing.T) {
 	if strings.Count(out, "API: list of") != 1 {
 		t.Fatalf("the API probes should follow the first scenario only:\n%s", out)
 	}
+	// The API counts its own writes: each Deployment's create and its
+	// audit record.
+	blocks := writersOf(t, out)
+	if len(blocks) != 2 {
+		t.Fatalf("%d reports of writes by writer, want one a run:\n%s", len(blocks), out)
+	}
+	for i, deployments := range []float64{1.0 / 15, 2.0 / 6} {
+		for _, stream := range []string{"deployments.apps", "audit"} {
+			if got := blocks[i].sum("api", stream); math.Abs(got-deployments) > 0.006 {
+				t.Errorf("run %d: the API wrote %.2f a pod to %s, want %.2f:\n%s", i+1, got, stream, deployments, out)
+			}
+		}
+	}
+}
+
+// writtenBy is one report of the writes per pod by writer: by writer,
+// then stream.
+type writtenBy map[string]map[string]float64
+
+// sum adds up what the writers named role (role, or role-N) wrote to
+// stream.
+func (w writtenBy) sum(role, stream string) float64 {
+	total := 0.0
+	for name, streams := range w {
+		if name == role || strings.HasPrefix(name, role+"-") || strings.HasPrefix(name, role+" ") {
+			total += streams[stream]
+		}
+	}
+	return total
+}
+
+// writersOf reads every report of writes by writer in a bench's output.
+func writersOf(t *testing.T, out string) []writtenBy {
+	t.Helper()
+	var blocks []writtenBy
+	var cur writtenBy
+	line := regexp.MustCompile(`^    (.+?) +(\d+\.\d\d)(?:  (.*))?$`)
+	part := regexp.MustCompile(`^(.+) (\d+\.\d\d)$`)
+	for _, l := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(l, "  store writes per pod by writer"):
+			cur = writtenBy{}
+			blocks = append(blocks, cur)
+		case cur == nil:
+		case strings.HasPrefix(l, "    counted by no writer read"):
+			cur = nil
+		default:
+			m := line.FindStringSubmatch(l)
+			if m == nil {
+				t.Fatalf("unreadable line of writes by writer %q:\n%s", l, out)
+			}
+			streams := map[string]float64{}
+			for _, p := range strings.Split(m[3], ", ") {
+				if pm := part.FindStringSubmatch(p); pm != nil {
+					streams[pm[1]], _ = strconv.ParseFloat(pm[2], 64)
+				}
+			}
+			cur[m[1]] = streams
+		}
+	}
+	return blocks
 }
 
 // TestRolloutUndoPutsTheTemplateBackWhole: after a rollout that added a
