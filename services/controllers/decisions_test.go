@@ -247,3 +247,24 @@ func TestSooner(t *testing.T) {
 		}
 	}
 }
+
+// A small ReplicaSet's pods go in one batch; a large one's in batches that
+// double up to the cap, so that a failing create costs one batch.
+func TestCreateBatches(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want []int
+	}{
+		{0, nil},
+		{1, []int{1}},
+		{10, []int{10}},
+		{16, []int{16}},
+		{17, []int{16, 1}},
+		{100, []int{16, 32, 52}},
+		{2000, []int{16, 32, 64, 128, 256, 500, 500, 500, 4}},
+	} {
+		if got := createBatches(tc.n); !slices.Equal(got, tc.want) {
+			t.Errorf("createBatches(%d) = %v, want %v", tc.n, got, tc.want)
+		}
+	}
+}

@@ -118,16 +118,36 @@ func (c *replicaSets) manage(ctx context.Context, o *object.Object, spec kinds.R
 	return pass, errors.Join(errs...)
 }
 
-// createPods creates in batches that double from 1 (as Kubernetes' slow
-// start does), so that a failing create costs one attempt, not thousands;
-// each batch is pipelined.
-// Each is created on the authority of the ReplicaSet's generation, so that
-// a slot fenced since (by a later generation) refuses it; a refusal means
-// this pass is stale, and the retry sees the newer spec.
+// Pods are created in batches that double, as Kubernetes' slow start
+// does, so that a failing create (a fenced slot, the bus unavailable)
+// costs one batch of attempts, not thousands; each batch is pipelined.
+// Kubernetes starts from one pod, which cost a ReplicaSet of ten four
+// round trips in a row, each behind the store's answer to the last; from
+// slowStartBatch, a small ReplicaSet's pods go in one.
+const (
+	slowStartBatch = 16
+	maxCreateBatch = 500
+)
+
+// createBatches are the sizes of the batches n pods are created in.
+func createBatches(n int) []int {
+	var sizes []int
+	for batch := slowStartBatch; n > 0; batch = min(batch*2, maxCreateBatch) {
+		size := min(batch, n)
+		sizes = append(sizes, size)
+		n -= size
+	}
+	return sizes
+}
+
+// createPods creates pods in batches (createBatches), and stops at the
+// first batch with a failure. Each is created on the authority of the
+// ReplicaSet's generation, so that a slot fenced since (by a later
+// generation) refuses it; a refusal means this pass is stale, and the
+// retry sees the newer spec.
 func (c *replicaSets) createPods(ctx context.Context, o *object.Object, pods []*object.Object, taken map[string]bool) error {
 	opts := bus.CreateOptions{Authority: &bus.Authority{Owner: o.Metadata.UID, Generation: o.Metadata.Generation}}
-	for batch := 1; len(pods) > 0; batch = min(batch*2, 500) {
-		n := min(batch, len(pods))
+	for _, n := range createBatches(len(pods)) {
 		_, errs := c.pods.Store().CreateMany(ctx, pods[:n], opts)
 		made := 0
 		var failed error
