@@ -43,8 +43,9 @@ func startAPI(ctx context.Context, cfg Config, natsURL, dir string) (*apiServer,
 		}
 		if a.target != nil && a.ready(ctx) {
 			// Its metrics (its writes to the bus) are on its own port,
-			// for its admin.
-			proc.metrics = func(ctx context.Context) (io.ReadCloser, error) { return a.client().Stream(ctx, "/metrics") }
+			// for its admin; one client reads them every time.
+			metrics := a.client()
+			proc.metrics = func(ctx context.Context) (io.ReadCloser, error) { return metrics.Stream(ctx, "/metrics") }
 			return a, nil
 		}
 		if time.Now().After(deadline) {

@@ -31,7 +31,7 @@ var (
 	}, []string{"stream", "reason"})
 	storeWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "homeostat_bus_writes_total",
-		Help: "Messages this process stored in the bus's streams, by stream as Conn.Writes names them; a duplicate the stream dropped is not counted.",
+		Help: "Messages this process stored in the bus's streams, by stream as Conn.Writes names them: acknowledged writes (a duplicate the stream dropped is not counted), and history entries, spans and audit records of refused requests as they are handed over.",
 	}, []string{"stream"})
 	relayRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "homeostat_node_relay_refusals_total",
@@ -49,7 +49,12 @@ var writeCounters sync.Map
 
 // wrote counts a message stored in stream by this process, so that the
 // writes to the bus can be told apart by writer (each process serves its
-// own metrics), not only by stream.
+// own metrics), not only by stream. When nothing fails, the counts of
+// every process add up to what the streams took. They do not count the
+// server's own markers (a lease expiring), a write whose answer was lost
+// and whose outcome stays unknown, nor one that lands after its writer
+// stopped waiting; a retried write without an id whose first attempt
+// landed unanswered is stored twice and counted once.
 func wrote(stream string) {
 	c, ok := writeCounters.Load(stream)
 	if !ok {

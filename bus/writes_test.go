@@ -46,6 +46,36 @@ func TestWritesCountedByStream(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	writeOfEach(t, s, q, leases, hist)
+
+	want := map[string]float64{"widgets.example.com": 6, "queue counted": 2, "leases": 3, "history": 2}
+	var stored map[string]float64
+	poll.Until(t, "the streams to hold every write", 10*time.Second, func() bool {
+		after, err := conn.Writes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored = map[string]float64{}
+		for _, l := range labels {
+			stored[l] = float64(after[l] - storedBefore[l])
+		}
+		return maps.Equal(stored, want)
+	})
+	got := counted()
+	for _, l := range labels {
+		got[l] -= countedBefore[l]
+	}
+	if !maps.Equal(got, stored) {
+		t.Fatalf("writes counted by stream %v, but the streams stored %v", got, stored)
+	}
+}
+
+// writeOfEach makes writes of each kind, some refused or dropped, whose
+// stored counts are 6 widgets, 2 queue entries, 3 lease writes and 2
+// history entries.
+func writeOfEach(t *testing.T, s *bus.Store, q *bus.Queue, leases *bus.Leases, hist *bus.History) {
+	t.Helper()
+	ctx := context.Background()
 	// widgets: a create, three created at once, an update and a delete;
 	// neither the create of a taken name nor a stale update is stored.
 	a, err := s.Create(ctx, widget("default", "a", `{"size":1}`, nil))
@@ -95,26 +125,5 @@ func TestWritesCountedByStream(t *testing.T) {
 		if err := hist.Append("widgets.example.com", "default.a", []byte(`{}`)); err != nil {
 			t.Fatal(err)
 		}
-	}
-
-	want := map[string]float64{"widgets.example.com": 6, "queue counted": 2, "leases": 3, "history": 2}
-	var stored map[string]float64
-	poll.Until(t, "the streams to hold every write", 10*time.Second, func() bool {
-		after, err := conn.Writes(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stored = map[string]float64{}
-		for _, l := range labels {
-			stored[l] = float64(after[l] - storedBefore[l])
-		}
-		return maps.Equal(stored, want)
-	})
-	got := counted()
-	for _, l := range labels {
-		got[l] -= countedBefore[l]
-	}
-	if !maps.Equal(got, stored) {
-		t.Fatalf("writes counted by stream %v, but the streams stored %v", got, stored)
 	}
 }

@@ -52,11 +52,14 @@ func newControllers(g *globals) *cobra.Command {
 	return cmd
 }
 
+// metricsAddrFileHelp is the help of every service's
+// --metrics-address-file.
 const metricsAddrFileHelp = "file to write the address /metrics listens on, once it does (for --metrics-listen with port 0)"
 
 // alwaysReady is the readiness of a service that is ready once it runs.
 func alwaysReady() <-chan struct{} { return closedChan }
 
+// closedChan is a channel closed from the start.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // metricsOptions say where a service serves its metrics.

