@@ -129,6 +129,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		defer os.RemoveAll(d)
 		sc.dir = d
 	}
+	// This process's peak is this run's: it holds the store, and runs
+	// follow one another in it.
+	resetPeak()
 	conn, err := bus.Connect(ctx, bus.Config{Embedded: &bus.EmbeddedConfig{DataDir: filepath.Join(sc.dir, "store"), Port: -1}, Name: "bench"})
 	if err != nil {
 		return nil, err
@@ -165,6 +168,10 @@ type scenario struct {
 // run starts the components, creates the Deployments, waits until every
 // pod runs, and fills in res.
 func (sc scenario) run(ctx context.Context, res *Result) error {
+	// What the run starts (its watch of every pod, above all) ends with
+	// it, not with the bench: the next run in this process would hold it.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var api *apiServer
 	var err error
 	if sc.cfg.ViaAPI {
@@ -449,6 +456,8 @@ type podWatch struct {
 	lags    []time.Duration // of every write seen
 	last    time.Time
 	changed chan struct{}
+	// done is closed when the watch has ended, with its context.
+	done chan struct{}
 }
 
 func watchPods(ctx context.Context, conn *bus.Conn) (*podWatch, error) {
@@ -461,8 +470,10 @@ func watchPods(ctx context.Context, conn *bus.Conn) (*podWatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &podWatch{created: map[string]time.Time{}, bound: map[string]time.Time{}, running: map[string]time.Time{}, changed: make(chan struct{}, 1)}
+	w := &podWatch{created: map[string]time.Time{}, bound: map[string]time.Time{}, running: map[string]time.Time{},
+		changed: make(chan struct{}, 1), done: make(chan struct{})}
 	go func() {
+		defer close(w.done)
 		for ev := range ch {
 			if ev.Raw == nil || ev.Type == bus.Deleted {
 				continue

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -138,6 +139,15 @@ func (cs components) stop() {
 }
 
 // peakRSS reads VmHWM, the peak resident set, of a process.
+// resetPeak hands what this process freed back to the system and starts
+// its peak resident memory (VmHWM) again from its present size, by
+// writing 5 to Linux's /proc/self/clear_refs; where that cannot be
+// written, the peak stays the process's since it began.
+func resetPeak() {
+	debug.FreeOSMemory()
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
 func peakRSS(pid int) int64 {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {

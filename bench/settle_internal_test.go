@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/bus/bustest"
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/reconcile"
+	"github.com/homeostat/homeostat/testenv/poll"
 )
 
 // The bench counts a node as settled once it is Ready and the controllers
@@ -71,4 +73,17 @@ func TestNodesSettled(t *testing.T) {
 	event(4, "RegisteredNode", "a")
 	node("c", "True")
 	check(3, 2)
+}
+
+// The bench's watch of every pod holds a large buffer; it must end with
+// the run that started it, not live on into the next runs of the process.
+func TestPodWatchEndsWithItsRun(t *testing.T) {
+	conn := bustest.Conn(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := watchPods(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	poll.Receive(t, "the pod watch to end with its context", 10*time.Second, w.done)
 }

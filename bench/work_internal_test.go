@@ -4,7 +4,9 @@ import (
 	"context"
 	"io"
 	"maps"
+	"os"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -91,5 +93,27 @@ func TestParseCPULine(t *testing.T) {
 		if busy, total := parseCPULine(c.line); busy != c.busy || total != c.total {
 			t.Errorf("%q: busy %s of %s, want %s of %s", c.line, busy, total, c.busy, c.total)
 		}
+	}
+}
+
+// Runs follow one another in the bench's process, so each reports its own
+// peak: memory an earlier run touched and freed does not count.
+func TestResetPeak(t *testing.T) {
+	const size = 256 << 20
+	buf := make([]byte, size)
+	for i := range buf {
+		buf[i] = 1
+	}
+	touched := peakRSS(os.Getpid())
+	runtime.KeepAlive(buf)
+	buf = nil
+	resetPeak()
+	after := peakRSS(os.Getpid())
+	if touched == 0 {
+		t.Fatal("no VmHWM in /proc/self/status: the bench's peaks need Linux")
+	}
+	if after > touched-size/2 {
+		t.Fatalf("peak %d MiB after resetPeak, %d MiB before it with %d MiB freed: /proc/self/clear_refs did not start it again (the bench needs it writable)",
+			after>>20, touched>>20, size>>20)
 	}
 }

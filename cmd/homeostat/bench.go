@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -141,6 +142,10 @@ func summarize(out io.Writer, rs []*bench.Result) {
 		s = fig(func(r *bench.Result) float64 { return writerTotals(r)[w] })
 		fmt.Fprintf(out, "    %-24s %.2f (%.2f–%.2f)\n", "by "+w, s.Median, s.Min, s.Max)
 	}
+	if len(rs[0].WritesByWriter) > 0 {
+		s = fig(func(r *bench.Result) float64 { return r.Uncounted })
+		fmt.Fprintf(out, "    %-24s %.2f (%.2f–%.2f)\n", "by no writer read", roundedZero(s.Median), roundedZero(s.Min), roundedZero(s.Max))
+	}
 	if rs[0].API == nil {
 		return
 	}
@@ -164,6 +169,15 @@ func byValue(m map[string]float64) []string {
 	keys := slices.Collect(maps.Keys(m))
 	sort.Slice(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] || m[keys[i]] == m[keys[j]] && keys[i] < keys[j] })
 	return keys
+}
+
+// roundedZero is x, but 0 where it prints as zero: a residue of
+// -0.001 is not "-0.00".
+func roundedZero(x float64) float64 {
+	if math.Abs(x) < 0.005 {
+		return 0
+	}
+	return x
 }
 
 // writerTotals is each writer's writes per pod, all streams together.
@@ -196,7 +210,7 @@ func reportWriters(out io.Writer, r *bench.Result) {
 	}
 	// Writes made between the readings of the writers and of the
 	// streams, or by a process the bench does not read.
-	fmt.Fprintf(out, "    %-30s %.2f\n", "counted by no writer read", r.Uncounted)
+	fmt.Fprintf(out, "    %-30s %.2f\n", "counted by no writer read", roundedZero(r.Uncounted))
 }
 
 func report(out io.Writer, r *bench.Result) {
