@@ -138,7 +138,6 @@ func (cs components) stop() {
 	}
 }
 
-// peakRSS reads VmHWM, the peak resident set, of a process.
 // resetPeak hands what this process freed back to the system and starts
 // its peak resident memory (VmHWM) again from its present size, by
 // writing 5 to Linux's /proc/self/clear_refs; where that cannot be
@@ -148,6 +147,7 @@ func resetPeak() {
 	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
 }
 
+// peakRSS reads VmHWM, the peak resident set, of a process.
 func peakRSS(pid int) int64 {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {

@@ -139,8 +139,7 @@ func cpuTime(pid int) time.Duration {
 
 // Metric names the bench reads.
 const (
-	reconcilesMetric = "homeostat_reconcile_duration_seconds_count"
-	reconcilesFamily = "homeostat_reconcile_duration_seconds"
+	reconcilesMetric = "homeostat_reconcile_duration_seconds"
 	writesMetric     = "homeostat_bus_writes_total"
 )
 
@@ -171,14 +170,9 @@ func fromMetrics(fams []*dto.MetricFamily) (reconciles float64, writes map[strin
 	reconciles, writes = -1, map[string]float64{}
 	for _, f := range fams {
 		switch f.GetName() {
-		case reconcilesFamily, reconcilesMetric:
-			// A histogram parsed whole, or its counts alone.
+		case reconcilesMetric:
 			for _, m := range f.GetMetric() {
-				n := m.GetHistogram().GetSampleCount()
-				if f.GetName() == reconcilesMetric {
-					n = uint64(m.GetUntyped().GetValue())
-				}
-				reconciles = max(reconciles, 0) + float64(n)
+				reconciles = max(reconciles, 0) + float64(m.GetHistogram().GetSampleCount())
 			}
 		case writesMetric:
 			for _, m := range f.GetMetric() {

@@ -59,12 +59,7 @@ func (a *AuditLog) Append(ctx context.Context, verb, id string, data []byte) err
 // nothing and must not wait out an unavailable store. A record held while
 // the connection is down is sent once it is back.
 func (a *AuditLog) AppendAsync(verb, id string, data []byte) error {
-	_, err := a.conn.js.PublishMsgAsync(&nats.Msg{Subject: auditPrefix + subjectToken(verb), Data: data}, jetstream.WithMsgID(id))
-	if err != nil {
-		return translate(err)
-	}
-	wrote(auditStream) // as handed over, as History.Append counts
-	return nil
+	return a.conn.handOver(auditStream, &nats.Msg{Subject: auditPrefix + subjectToken(verb), Data: data}, jetstream.WithMsgID(id))
 }
 
 // Read calls fn with every record stored since the given time (all when

@@ -87,14 +87,8 @@ func (h *History) Append(resource, key string, data []byte) error {
 	if !validKey(key) {
 		return nil // no object has such a key; nothing to record it under
 	}
-	_, err := h.conn.js.PublishMsgAsync(&nats.Msg{Subject: historySubject(resource, key), Data: data},
+	return h.conn.handOver(historyStream, &nats.Msg{Subject: historySubject(resource, key), Data: data},
 		jetstream.WithStallWait(requestTimeout))
-	if err != nil {
-		return translate(err)
-	}
-	// Counted as handed over: no one waits for the answer.
-	wrote(historyStream)
-	return nil
 }
 
 // Read calls fn with the entries of an object stored at or after since

@@ -48,6 +48,16 @@ func (c *Conn) publishOnce(ctx context.Context, msg *nats.Msg, opts ...jetstream
 	return ack, nil
 }
 
+// handOver sends msg to stream without waiting for the store's answer,
+// and counts it as written: no one waits to know otherwise.
+func (c *Conn) handOver(stream string, msg *nats.Msg, opts ...jetstream.PublishOpt) error {
+	if _, err := c.js.PublishMsgAsync(msg, opts...); err != nil {
+		return translate(err)
+	}
+	wrote(stream)
+	return nil
+}
+
 // casPublish stores msg if its subject's last sequence in stream is still
 // expect, in at most requestTimeout.
 //

@@ -36,12 +36,7 @@ func (c *Conn) SpanSink(ctx context.Context) (*SpanSink, error) {
 
 // PublishSpan stores one encoded span of traceID.
 func (s *SpanSink) PublishSpan(_ context.Context, traceID string, data []byte) error {
-	_, err := s.conn.js.PublishMsgAsync(&nats.Msg{Subject: tracesPrefix + traceID, Data: data})
-	if err != nil {
-		return translate(err)
-	}
-	wrote(tracesStream) // as handed over, as History.Append counts
-	return nil
+	return s.conn.handOver(tracesStream, &nats.Msg{Subject: tracesPrefix + traceID, Data: data})
 }
 
 // Spans returns the stored spans of a trace.

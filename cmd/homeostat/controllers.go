@@ -57,10 +57,11 @@ func newControllers(g *globals) *cobra.Command {
 const metricsAddrFileHelp = "file to write the address /metrics listens on, once it does (for --metrics-listen with port 0)"
 
 // alwaysReady is the readiness of a service that is ready once it runs.
-func alwaysReady() <-chan struct{} { return closedChan }
-
-// closedChan is a channel closed from the start.
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+func alwaysReady() <-chan struct{} {
+	ready := make(chan struct{})
+	close(ready)
+	return ready
+}
 
 // metricsOptions say where a service serves its metrics.
 type metricsOptions struct {
