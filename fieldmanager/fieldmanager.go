@@ -38,6 +38,8 @@ type Managers struct {
 	at  *openapi.Documents // what tc and fms were made from
 	tc  managedfields.TypeConverter
 	fms map[managerKey]*managedfields.FieldManager
+	// places are the kinds' types, made from tc (places.go).
+	places map[schema.GroupVersionKind]place
 
 	creates memo[[]byte]
 	updates memo[answer]
@@ -78,7 +80,7 @@ func (m *Managers) forKind(apiVersion, kind, subresource string) (*managedfields
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrUntyped, err)
 		}
-		m.at, m.tc, m.fms = d, tc, map[managerKey]*managedfields.FieldManager{}
+		m.at, m.tc, m.fms, m.places = d, tc, map[managerKey]*managedfields.FieldManager{}, nil
 		// Answers of the field managers of other documents do not hold.
 		m.creates.reset()
 		m.updates.reset()

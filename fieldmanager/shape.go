@@ -15,9 +15,13 @@ import (
 // fields added, removed and changed, so what counts is each field's
 // place, whether each side has it, and whether the two are equal as it
 // compares them (value.Equals: 1 and 1.0 are). Through objects, field
-// names are the whole of a field's place; in a list the items' keys (or,
-// in a set, the values) are, so a list that differs is taken whole. A
-// place equal on both sides changes no field beneath it.
+// names are the whole of a field's place; in a list the field manager
+// takes item by item, by keys (a status's conditions by type), the items'
+// keys and their order on each side are, with each item's shape beneath
+// (place.go says which lists those are, from the kind's type); any other
+// list that differs (a set, an atomic list, one of no known type, or one
+// whose items do not fit its keys) is taken whole. A place equal on both
+// sides changes no field beneath it.
 //
 // A node's lease renewed (only its renewTime differs), a pod bound to a
 // node (its nodeName added), a ReplicaSet's counts moved: each has one
@@ -28,11 +32,12 @@ import (
 // the wrong kind fails its validation. Two values that differ keep
 // both kinds, so one class never mixes a change with a move to null.
 
-// shapeOf writes to h the shape of a member that differs: live and next
-// are its JSON on each side (nil where that side lacks it). False when
-// either is not JSON. What it writes reads back one way: each place
-// starts with a mark of its own and ends where its mark says.
-func shapeOf(h hash.Hash, live, next []byte) bool {
+// shapeOf writes to h the shape of a member that differs, at pl in its
+// kind's type: live and next are its JSON on each side (nil where that
+// side lacks it). False when either is not JSON. What it writes reads
+// back one way: each place starts with a mark of its own and ends where
+// its mark says.
+func shapeOf(h hash.Hash, pl place, live, next []byte) bool {
 	var l, n any
 	hasL, hasN := len(live) > 0, len(next) > 0
 	if hasL && utiljson.Unmarshal(live, &l) != nil {
@@ -41,12 +46,12 @@ func shapeOf(h hash.Hash, live, next []byte) bool {
 	if hasN && utiljson.Unmarshal(next, &n) != nil {
 		return false
 	}
-	return writeShape(h, l, n, hasL, hasN)
+	return writeShape(h, pl, l, n, hasL, hasN)
 }
 
-// writeShape writes the shape of one place: l and n are its values on
-// each side, hasL and hasN whether each side has one.
-func writeShape(h hash.Hash, l, n any, hasL, hasN bool) bool {
+// writeShape writes the shape of one place, pl: l and n are its values
+// on each side, hasL and hasN whether each side has one.
+func writeShape(h hash.Hash, pl place, l, n any, hasL, hasN bool) bool {
 	if hasL && hasN && value.Equals(value.NewValueInterface(l), value.NewValueInterface(n)) {
 		// Equal, it changes no field beneath.
 		h.Write([]byte{'='})
@@ -75,7 +80,7 @@ func writeShape(h hash.Hash, l, n any, hasL, hasN bool) bool {
 			h.Write(name)
 			lv, inL := lm[k]
 			nv, inN := nm[k]
-			if !writeShape(h, lv, nv, inL, inN) {
+			if !writeShape(h, pl.field(k), lv, nv, inL, inN) {
 				return false
 			}
 		}
@@ -91,7 +96,12 @@ func writeShape(h hash.Hash, l, n any, hasL, hasN bool) bool {
 		h.Write([]byte{'-', kindOf(l)})
 		return true
 	}
-	// Lists, and a place that is an object on one side only: whole.
+	if keys, items, ok := pl.keyed(); ok {
+		if done, ok := writeKeyed(h, keys, items, l, n, hasL, hasN); done {
+			return ok
+		}
+	}
+	// Other lists, and a place that is an object on one side only: whole.
 	h.Write([]byte{'w', flag(hasL), flag(hasN)})
 	for _, v := range []any{l, n} {
 		b, err := json.Marshal(v)
@@ -134,4 +144,81 @@ func kindOf(v any) byte {
 	default:
 		return 's'
 	}
+}
+
+// writeKeyed writes the shape of a list the field manager takes item by
+// item by keys: the keys of each side's items in their order, then the
+// shape of each item, by its keys. Done is false, with nothing written,
+// when the list does not fit its keys (an item that is not an object,
+// lacks a key or holds an object there, two items with the same keys): the
+// field manager would refuse it or default a key, so it is taken whole.
+func writeKeyed(h hash.Hash, keys []string, items place, l, n any, hasL, hasN bool) (done, ok bool) {
+	ll, lIsList := l.([]any)
+	nl, nIsList := n.([]any)
+	if (hasL && !lIsList) || (hasN && !nIsList) {
+		return false, false
+	}
+	lByKey, lOrder, ok1 := byKeys(keys, ll)
+	nByKey, nOrder, ok2 := byKeys(keys, nl)
+	if !ok1 || !ok2 {
+		return false, false
+	}
+	h.Write([]byte{'[', flag(hasL), flag(hasN)})
+	for _, order := range [][]string{lOrder, nOrder} {
+		for _, k := range order {
+			h.Write([]byte(k))
+		}
+		h.Write([]byte{'|'})
+	}
+	for _, k := range lOrder {
+		nv, inN := nByKey[k]
+		h.Write([]byte(k))
+		if !writeShape(h, items, lByKey[k], nv, true, inN) {
+			return true, false
+		}
+	}
+	for _, k := range nOrder {
+		if _, inL := lByKey[k]; inL {
+			continue
+		}
+		h.Write([]byte(k))
+		if !writeShape(h, items, nil, nByKey[k], false, true) {
+			return true, false
+		}
+	}
+	h.Write([]byte{']'})
+	return true, true
+}
+
+// byKeys indexes a list's items by the values of their keys, written as a
+// JSON list of each value's kind and value (self-delimiting, and 1 told
+// from 1.0 as the field manager reads them), in the list's order.
+func byKeys(keys []string, list []any) (map[string]any, []string, bool) {
+	byKey := make(map[string]any, len(list))
+	order := make([]string, 0, len(list))
+	for _, item := range list {
+		m, ok := item.(map[string]any)
+		if !ok {
+			return nil, nil, false
+		}
+		tuple := make([]any, 0, 2*len(keys))
+		for _, k := range keys {
+			v, ok := m[k]
+			if !ok || !scalar(v) || v == nil {
+				return nil, nil, false
+			}
+			tuple = append(tuple, string(kindOf(v)), v)
+		}
+		b, err := json.Marshal(tuple)
+		if err != nil {
+			return nil, nil, false
+		}
+		k := string(b)
+		if _, dup := byKey[k]; dup {
+			return nil, nil, false
+		}
+		byKey[k] = item
+		order = append(order, k)
+	}
+	return byKey, order, true
 }

@@ -64,7 +64,7 @@ func (m *Managers) created(manager string, next *object.Object) *object.Object {
 	}
 	encoded, ok := m.creates.get(c.content)
 	if !ok {
-		shape, ok := c.shape()
+		shape, ok := c.shape(m.root(next.APIVersion, next.Kind))
 		if !ok {
 			return m.Update(manager, "", nil, next)
 		}
@@ -203,13 +203,14 @@ func newCreate(manager string, o *object.Object) (create, bool) {
 	return c, true
 }
 
-// shape is the key of the create's shape (shape.go).
-func (c create) shape() ([32]byte, bool) {
+// shape is the key of the create's shape (shape.go), its kind's type at
+// root.
+func (c create) shape(root place) ([32]byte, bool) {
 	h := sha256.New()
 	h.Write([]byte{'s'})
 	h.Write(c.prefix)
 	var key [32]byte
-	if !shapeOf(h, nil, c.encoded) {
+	if !shapeOf(h, root, nil, c.encoded) {
 		return key, false
 	}
 	h.Sum(key[:0])

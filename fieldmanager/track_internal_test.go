@@ -46,7 +46,7 @@ func TestCreatesOfOtherOwners(t *testing.T) {
 		o := pod(tc.name, tc.ownerUID, tc.ownerName, tc.container)
 		remembered := false
 		if c, ok := newCreate("homeostat-controllers", o); ok {
-			shape, _ := c.shape()
+			shape, _ := c.shape(m.root(o.APIVersion, o.Kind))
 			_, remembered = m.creates.get(shape)
 		}
 		if remembered != tc.remembered {

@@ -54,12 +54,18 @@ func (m *Managers) updated(manager, subresource string, live, next *object.Objec
 	if !ok || len(before) > maxRemembered || live.APIVersion != next.APIVersion || live.Kind != next.Kind {
 		return m.Update(manager, subresource, live, next)
 	}
+	if len(before) == 0 && live.Metadata.UID != "" {
+		// The field manager starts no record on an update of an object
+		// that has none (one made without, as Kubernetes' leaves objects
+		// older than server-side apply): its answer is next as it is.
+		return next
+	}
 	parts := object.Differing(live, next)
 	if len(parts) == 0 {
 		return next // nothing the field manager compares changed: it moves nothing
 	}
 	paths := pathsOf(parts)
-	key, ok := updateKey(manager, subresource, next, before, parts, paths)
+	key, ok := updateKey(m.root(next.APIVersion, next.Kind), manager, subresource, next, before, parts, paths)
 	if !ok {
 		return m.Update(manager, subresource, live, next)
 	}
@@ -191,9 +197,9 @@ func replaced(subresource string, live, next *object.Object) ([]metav1.ManagedFi
 }
 
 // updateKey is what an update's managed fields depend on: the writer,
-// the kind, the shape of each member that differs (shape.go), and each
-// replaced entry's fields under those members.
-func updateKey(manager, subresource string, next *object.Object, before []metav1.ManagedFieldsEntry, parts []object.Part, paths [][]string) ([32]byte, bool) {
+// the kind, the shape of each member that differs (shape.go; root is the
+// kind's type), and each replaced entry's fields under those members.
+func updateKey(root place, manager, subresource string, next *object.Object, before []metav1.ManagedFieldsEntry, parts []object.Part, paths [][]string) ([32]byte, bool) {
 	h := sha256.New()
 	write := func(parts ...[]byte) {
 		for _, p := range parts {
@@ -204,7 +210,7 @@ func updateKey(manager, subresource string, next *object.Object, before []metav1
 	write([]byte(manager), []byte(subresource), []byte(next.APIVersion), []byte(next.Kind))
 	for _, p := range parts {
 		write([]byte(p.Name))
-		if !shapeOf(h, p.Live, p.Next) {
+		if !shapeOf(h, partPlace(root, p.Name), p.Live, p.Next) {
 			return [32]byte{}, false
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,7 +99,7 @@ func TestRememberedAnswersAreTheFieldManagers(t *testing.T) {
 			next := live.Clone()
 			step.change(next)
 			before := decodeEntries(t, live)
-			if key, ok := updateKey(step.manager, step.sub, next, before, object.Differing(live, next), pathsOf(object.Differing(live, next))); ok && name == "b" {
+			if key, ok := updateKey(m.root(next.APIVersion, next.Kind), step.manager, step.sub, next, before, object.Differing(live, next), pathsOf(object.Differing(live, next))); ok && name == "b" {
 				if _, ok := m.updates.get(key); ok {
 					hits++
 				} else {
@@ -151,7 +152,7 @@ func TestRememberedAnswersAreTheFieldManagers(t *testing.T) {
 			next := cur.Clone()
 			next.Status = json.RawMessage(st)
 			before := decodeEntries(t, cur)
-			key, _ := updateKey("homeostat-controllers", "status", next, before, object.Differing(cur, next), pathsOf(object.Differing(cur, next)))
+			key, _ := updateKey(m.root(next.APIVersion, next.Kind), "homeostat-controllers", "status", next, before, object.Differing(cur, next), pathsOf(object.Differing(cur, next)))
 			_, remembered := m.updates.get(key)
 			want := decodeEntries(t, m.Update("homeostat-controllers", "status", cur, next.Clone()))
 			got := m.Track("homeostat-controllers", "status", cur, next.Clone())
@@ -317,7 +318,7 @@ func TestAnswersByShape(t *testing.T) {
 		next := live.Clone()
 		change(next)
 		parts := object.Differing(live, next)
-		key, ok := updateKey(manager, sub, next, decodeEntries(t, live), parts, pathsOf(parts))
+		key, ok := updateKey(m.root(next.APIVersion, next.Kind), manager, sub, next, decodeEntries(t, live), parts, pathsOf(parts))
 		if !ok {
 			t.Fatalf("%s: no key", step)
 		}
@@ -376,6 +377,36 @@ func TestAnswersByShape(t *testing.T) {
 	if _, hit := check("bind p1", "homeostat-scheduler", "", pod("p1"), bind("node-2")); !hit {
 		t.Fatal("a binding to another node was not answered from memory")
 	}
+	// Conditions are taken by their types: two Deployments' first status,
+	// each naming its own ReplicaSet at its own time, are answered alike;
+	// other types, or the same in another order, are not.
+	deployment := func(name string) *object.Object {
+		return m.Track("homeostat-controllers", "", nil, decode(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"`+name+`","namespace":"default"},
+ "spec":{"replicas":10,"selector":{"matchLabels":{"app":"`+name+`"}},"template":{"metadata":{"labels":{"app":"`+name+`"}},"spec":{"containers":[{"name":"web","command":["sleep","60"]}]}}}}`))
+	}
+	condition := func(typ, status, at, msg string) string {
+		return `{"type":"` + typ + `","status":"` + status + `","lastTransitionTime":"` + at + `","lastUpdateTime":"` + at + `","reason":"R","message":"` + msg + `"}`
+	}
+	progressing := func(conds ...string) func(*object.Object) {
+		return func(o *object.Object) {
+			o.Status = json.RawMessage(`{"observedGeneration":1,"unavailableReplicas":10,"conditions":[` + strings.Join(conds, ",") + `]}`)
+		}
+	}
+	for i, tc := range []struct {
+		name  string
+		conds []string
+		hit   bool
+	}{
+		{"d1", []string{condition("Available", "False", "2026-01-01T00:00:01Z", "none"), condition("Progressing", "True", "2026-01-01T00:00:01Z", "ReplicaSet d1-abc")}, false},
+		{"d2", []string{condition("Available", "False", "2026-01-01T00:00:09Z", "none"), condition("Progressing", "True", "2026-01-01T00:00:09Z", "ReplicaSet d2-xyz")}, true},
+		{"d3", []string{condition("Progressing", "True", "2026-01-01T00:00:09Z", "ReplicaSet d3-xyz"), condition("Available", "False", "2026-01-01T00:00:09Z", "none")}, false},
+		{"d4", []string{condition("Available", "False", "2026-01-01T00:00:09Z", "none"), condition("ReplicaFailure", "True", "2026-01-01T00:00:09Z", "quota")}, false},
+		{"d5", []string{condition("Available", "False", "2026-01-01T00:00:09Z", "none"), condition("Progressing", "False", "2026-01-01T00:00:09Z", "ReplicaSet d5-pqr")}, true},
+	} {
+		if _, hit := check("status of "+tc.name, "homeostat-controllers", "status", deployment(tc.name), progressing(tc.conds...)); hit != tc.hit {
+			t.Errorf("%d, %s: answered from memory %v, want %v", i, tc.name, hit, tc.hit)
+		}
+	}
 	// A list that changes is compared by its items: the new item's key is
 	// in the answer, and another item is another answer.
 	for i, name := range []string{"side", "helper"} {
@@ -388,8 +419,18 @@ func TestAnswersByShape(t *testing.T) {
 }
 
 // TestShapes: the shapes of members that must be answered alike are one,
-// and of those that may not, differ.
+// and of those that may not, differ; first of no known type, then of a
+// status whose conditions are taken by their types.
 func TestShapes(t *testing.T) {
+	reg, err := schemas.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := New(openapi.NewCache(reg)).root("apps/v1", "Deployment").field("status")
+	if _, _, ok := status.field("conditions").keyed(); !ok {
+		t.Fatal("a Deployment's conditions are not taken by their keys")
+	}
+	var pl place
 	shape := func(live, next string) string {
 		h := sha256.New()
 		var l, n []byte
@@ -399,7 +440,7 @@ func TestShapes(t *testing.T) {
 		if next != "" {
 			n = []byte(next)
 		}
-		if !shapeOf(h, l, n) {
+		if !shapeOf(h, pl, l, n) {
 			t.Fatalf("no shape of %s -> %s", live, next)
 		}
 		return fmt.Sprintf("%x", h.Sum(nil))
@@ -428,6 +469,74 @@ func TestShapes(t *testing.T) {
 	} {
 		if got := shape(tc.l1, tc.n1) == shape(tc.l2, tc.n2); got != tc.same {
 			t.Errorf("%s: same shape %v, want %v", tc.name, got, tc.same)
+		}
+	}
+	pl = status
+	c := func(typ, msg string) string { return `{"type":"` + typ + `","status":"True","message":"` + msg + `"}` }
+	conds := func(cs ...string) string { return `{"replicas":1,"conditions":[` + strings.Join(cs, ",") + `]}` }
+	for _, tc := range []struct {
+		name   string
+		l1, n1 string
+		l2, n2 string
+		same   bool
+	}{
+		{"conditions added, by their types", ``, conds(c("A", "x"), c("P", "y")), ``, conds(c("A", "u"), c("P", "v")), true},
+		{"a condition's message changed", conds(c("A", "x")), conds(c("A", "y")), conds(c("A", "u")), conds(c("A", "v")), true},
+		{"one changed or both", conds(c("A", "x"), c("P", "y")), conds(c("A", "x"), c("P", "z")), conds(c("A", "u"), c("P", "v")), conds(c("A", "w"), c("P", "q")), false},
+		{"other types", ``, conds(c("A", "x")), ``, conds(c("B", "x")), false},
+		{"another order", ``, conds(c("A", "x"), c("P", "y")), ``, conds(c("P", "y"), c("A", "x")), false},
+		{"reordered or not", conds(c("A", "x"), c("P", "y")), conds(c("P", "y"), c("A", "z")), conds(c("A", "x"), c("P", "y")), conds(c("A", "z"), c("P", "y")), false},
+		{"a condition added or none", conds(c("A", "x")), conds(c("A", "x"), c("P", "y")), conds(c("A", "x")), conds(c("A", "y")), false},
+		{"a condition dropped or changed", conds(c("A", "x"), c("P", "y")), conds(c("A", "x")), conds(c("A", "x"), c("P", "y")), conds(c("A", "x"), c("P", "z")), false},
+		{"a type's kind", ``, `{"conditions":[{"type":"1"}]}`, ``, `{"conditions":[{"type":1}]}`, false},
+		{"no type: taken whole", ``, `{"conditions":[{"status":"a"}]}`, ``, `{"conditions":[{"status":"b"}]}`, false},
+		{"a type twice: taken whole", ``, conds(c("A", "x"), c("A", "y")), ``, conds(c("A", "u"), c("A", "v")), false},
+		{"items that are not objects: taken whole", ``, `{"conditions":["a"]}`, ``, `{"conditions":["b"]}`, false},
+	} {
+		if got := shape(tc.l1, tc.n1) == shape(tc.l2, tc.n2); got != tc.same {
+			t.Errorf("%s: same shape %v, want %v", tc.name, got, tc.same)
+		}
+	}
+}
+
+// TestUpdatesOfUntrackedObjects: an object that has no managed fields and
+// a uid (made without them) stays without, as the field manager leaves
+// it, through a write of its status and one of its spec; one without a
+// uid is recorded, as the field manager records it.
+func TestUpdatesOfUntrackedObjects(t *testing.T) {
+	reg, err := schemas.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(openapi.NewCache(reg))
+	for _, uid := range []string{"uid-1", ""} {
+		live, err := object.Decode([]byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d","namespace":"default","uid":"` + uid + `"},
+ "spec":{"replicas":1,"selector":{"matchLabels":{"app":"d"}},"template":{"metadata":{"labels":{"app":"d"}},"spec":{"containers":[{"name":"web"}]}}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range []struct {
+			sub    string
+			change func(*object.Object)
+		}{
+			{"status", func(o *object.Object) { o.Status = json.RawMessage(`{"replicas":1}`) }},
+			{"", func(o *object.Object) { o.Metadata.Labels = map[string]string{"tier": "web"} }},
+		} {
+			next := live.Clone()
+			w.change(next)
+			want := m.Update("homeostat-controllers", w.sub, live, next.Clone())
+			got := m.Track("homeostat-controllers", w.sub, live, next.Clone())
+			if tracked := len(got.Metadata.ManagedFields) > 0; tracked != (uid == "") || tracked != (len(want.Metadata.ManagedFields) > 0) {
+				t.Fatalf("uid %q, write of %q: managed fields %s, want %s", uid, w.sub, got.Metadata.ManagedFields, want.Metadata.ManagedFields)
+			}
+			if uid != "" {
+				continue
+			}
+			gotEntries, wantEntries := decodeEntries(t, got), decodeEntries(t, want)
+			if len(gotEntries) != 1 || len(wantEntries) != 1 || identityOf(gotEntries[0]) != identityOf(wantEntries[0]) ||
+				!object.SameJSON(gotEntries[0].FieldsV1.Raw, wantEntries[0].FieldsV1.Raw) {
+				t.Fatalf("write of %q: managed fields %s, want %s", w.sub, got.Metadata.ManagedFields, want.Metadata.ManagedFields)
+			}
 		}
 	}
 }
