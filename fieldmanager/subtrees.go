@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 
+	jsonv2 "github.com/go-json-experiment/json"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -34,12 +36,16 @@ func fieldsPath(part string) []string {
 // fieldSet is an entry's fieldsV1, decoded.
 type fieldSet map[string]any
 
+// decodeFields decodes an entry's fields. A field set is objects alone,
+// with no name twice, in valid UTF-8: what the newer decoder reads, in
+// less than half the time (one that it refuses, the field manager is left
+// to answer).
 func decodeFields(e metav1.ManagedFieldsEntry) (fieldSet, bool) {
 	fs := fieldSet{}
 	if e.FieldsV1 == nil || len(e.FieldsV1.Raw) == 0 {
 		return fs, true
 	}
-	return fs, json.Unmarshal(e.FieldsV1.Raw, (*map[string]any)(&fs)) == nil
+	return fs, jsonv2.Unmarshal(e.FieldsV1.Raw, (*map[string]any)(&fs)) == nil
 }
 
 // at is the subtree at path, if there is one.
@@ -96,8 +102,13 @@ func (f fieldSet) outside(paths [][]string) fieldSet {
 	b, _ := json.Marshal(f)
 	c := fieldSet{}
 	_ = json.Unmarshal(b, (*map[string]any)(&c))
+	return c.without(paths)
+}
+
+// without cuts the subtrees at paths from f itself, and returns it.
+func (f fieldSet) without(paths [][]string) fieldSet {
 	for _, p := range paths {
-		c.cut(p)
+		f.cut(p)
 	}
-	return c
+	return f
 }

@@ -348,7 +348,7 @@ func (a answer) fill(before []metav1.ManagedFieldsEntry, paths [][]string) ([]me
 		if !ok {
 			return nil, false
 		}
-		fs := was.outside(paths)
+		fs := was.without(paths) // decoded for this answer alone
 		if ae, ok := a.entries[id]; ok {
 			for _, path := range paths {
 				if v, ok := ae.inside[strings.Join(path, "/")]; ok {
