@@ -74,7 +74,7 @@ times, and the medians with their least and greatest close it.`,
 	f.IntVar(&per, "per", 10, "replicas of each small Deployment")
 	f.DurationVar(&timeout, "timeout", 15*time.Minute, "give up on a scenario after this long")
 	f.IntVar(&runs, "runs", 5, "runs of each scenario; with more than one, the medians with their least and greatest follow")
-	f.StringVar(&cpuProfile, "cpuprofile", "", "directory where each component writes a CPU profile of each run's scenario, from the first create to the last pod Running (<scenario>-run<n>/<component>-<pid>.prof), and its heap when it stops")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "directory where each component writes a CPU profile of each run's scenario, from the first create to the last pod Running (<scenario>-run<n>/<component>-<pid>.prof), and its live heap then (.heap)")
 	f.StringVar(&keep, "keep", "", "directory that keeps each run's store and components' logs (<scenario>-run<n>/), instead of a temporary one")
 	f.BoolVar(&noHistory, "no-reconcile-history", false, "run the controllers without their reconcile history (to measure what it costs)")
 	f.BoolVar(&viaAPI, "via-api", false, "run the API too (TLS, client certificates, audit) and create the Deployments through it; after the first scenario, measure a list of its pods, paced creates from many clients, and delivery to many watchers")

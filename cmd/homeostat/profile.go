@@ -17,8 +17,10 @@ import (
 // for, to find the bottleneck of a benchmark's components: a CPU profile
 // of the process's life, or, with HOMEOSTAT_CPUPROFILE_WINDOW set, of the
 // time between SIGUSR1 and SIGUSR2 (a benchmark's scenario, without the
-// start of a thousand nodes), and the live heap when told to stop, before
-// the process lets go of what it holds.
+// start of a thousand nodes); and the live heap at SIGUSR2 (the scenario's
+// end, every pod running), or, without one, when told to stop. (Written
+// at the stop, it raced the process letting go of what it holds: a host
+// of simulated nodes had stopped most of its pods by then.)
 type profiler struct {
 	base string
 	mu   sync.Mutex
@@ -42,17 +44,22 @@ func startProfiler(ctx context.Context) (stop func()) {
 	heap := make(chan struct{})
 	go func() {
 		defer close(heap)
+		wrote := false
 		for {
 			select {
 			case <-ctx.Done():
-				writeHeapProfile(p.base + ".heap")
+				if !wrote {
+					writeHeapProfile(p.base + ".heap")
+				}
 				return
 			case sig := <-window:
 				if sig == syscall.SIGUSR1 {
 					p.start()
-				} else {
-					p.stop()
+					continue
 				}
+				p.stop()
+				writeHeapProfile(p.base + ".heap")
+				wrote = true
 			}
 		}
 	}()
