@@ -136,7 +136,7 @@ func (l *podLoop) step(w *podWorker, sig signal, pod *kinds.Pod) bool {
 		l.run.nextSync()
 	}
 	if sig&sigWritten != 0 {
-		l.writes.running = false
+		l.writes.returned()
 	}
 	if sig&(sigStatus|sigWritten) != 0 {
 		l.writes.start(trace.ContextWithSpanContext(l.ctx, trace.SpanContextFromContext(w.tctx)), w)

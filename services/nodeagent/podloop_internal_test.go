@@ -121,10 +121,10 @@ func TestIdlePodHoldsNoGoroutine(t *testing.T) {
 		return len(got) == 1 && got[0] == kinds.PodRunning && w.idle()
 	})
 	w.mu.Lock()
-	report, decoded := w.reported, w.storedStatus
+	report, decoded, writer := w.reported, w.storedStatus, w.loop.writes.cancel
 	w.mu.Unlock()
-	if report != nil || decoded != nil {
-		t.Fatalf("an idle pod holds its written report (%v) or its status decoded (%v)", report != nil, decoded != nil)
+	if report != nil || decoded != nil || writer != nil {
+		t.Fatalf("an idle pod holds its written report (%v), its status decoded (%v) or its writer's context (%v)", report != nil, decoded != nil, writer != nil)
 	}
 
 	// A report without conditions keeps those written before, read from
