@@ -3,6 +3,7 @@ package main_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -160,15 +161,21 @@ func TestKubectlEditsObjects(t *testing.T) {
 // TestKubectlRolloutHistoryAndUndo: kubectl reads a Deployment's revisions
 // from its ReplicaSets and rolls back to the one before.
 func TestKubectlRolloutHistoryAndUndo(t *testing.T) {
-	s := startUp(t, t.TempDir(), "--no-agent")
+	// At debug, the log printed on a failure says what each pass did.
+	s := startUp(t, t.TempDir(), "--no-agent", "--log-level", "debug")
 	k := newKubectl(t, s)
 	k.must("created", webManifest("1", "v1"), "apply", "-f", "-")
 	k.must("annotated", "", "annotate", "deployment", "web", "kubernetes.io/change-cause=image v2")
 	k.must("image updated", "", "set", "image", "deployment/web", "web=v2")
-	poll.Until(t, "two revisions in the history", 30*time.Second, func() bool {
+	var history string
+	if !poll.Within(30*time.Second, func() bool {
 		out, err := k.run("", "rollout", "history", "deployment/web")
+		history = fmt.Sprintf("%s (%v)", out, err)
 		return err == nil && strings.Contains(out, "\n1 ") && strings.Contains(out, "\n2         image v2")
-	})
+	}) {
+		rs, _ := k.run("", "get", "replicasets", "-o", "yaml")
+		t.Fatalf("timed out after 30s waiting for two revisions in the history; the last:\n%s\nthe ReplicaSets:\n%s", history, rs)
+	}
 	k.must("rolled back", "", "rollout", "undo", "deployment/web")
 	image := k.must("", "", "get", "deployment", "web", "-o", "jsonpath={.spec.template.spec.containers[0].image}")
 	if image != "v1" {
