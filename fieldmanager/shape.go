@@ -18,7 +18,7 @@ import (
 // names are the whole of a field's place; in a list the field manager
 // takes item by item, by keys (a status's conditions by type), the items'
 // keys and their order on each side are, with each item's shape beneath
-// (place.go says which lists those are, from the kind's type); any other
+// (places.go says which lists those are, from the kind's type); any other
 // list that differs (a set, an atomic list, one of no known type, or one
 // whose items do not fit its keys) is taken whole. A place equal on both
 // sides changes no field beneath it.

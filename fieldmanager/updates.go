@@ -291,7 +291,8 @@ func remember(writer identity, before, after []metav1.ManagedFieldsEntry, paths 
 				return answer{}, false
 			}
 		}
-		if !reflect.DeepEqual(fs.outside(paths), was.outside(paths)) {
+		// fs is read again below, so cut from a copy; was is not.
+		if !reflect.DeepEqual(fs.outside(paths), was.without(paths)) {
 			return answer{}, false // fields changed outside the members changed
 		}
 		sameTime := found && (old.Time == nil) == (e.Time == nil) && (old.Time == nil || old.Time.Equal(e.Time))
@@ -314,7 +315,7 @@ func remember(writer identity, before, after []metav1.ManagedFieldsEntry, paths 
 	}
 	for _, e := range had { // entries the field manager dropped had no fields left
 		was, ok := decodeFields(e)
-		if !ok || len(was.outside(paths)) > 0 {
+		if !ok || len(was.without(paths)) > 0 {
 			return answer{}, false
 		}
 	}
