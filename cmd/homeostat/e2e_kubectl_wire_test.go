@@ -165,6 +165,14 @@ func TestKubectlRolloutHistoryAndUndo(t *testing.T) {
 	s := startUp(t, t.TempDir(), "--no-agent", "--log-level", "debug")
 	k := newKubectl(t, s)
 	k.must("created", webManifest("1", "v1"), "apply", "-f", "-")
+	// The first template's ReplicaSet, before the template changes: a
+	// controller that first sees the Deployment after the change makes
+	// only the second's (as it may, level-triggered), and the history
+	// would hold one revision.
+	poll.Until(t, "the first revision in the history", 30*time.Second, func() bool {
+		out, err := k.run("", "rollout", "history", "deployment/web")
+		return err == nil && strings.Contains(out, "\n1 ")
+	})
 	k.must("annotated", "", "annotate", "deployment", "web", "kubernetes.io/change-cause=image v2")
 	k.must("image updated", "", "set", "image", "deployment/web", "web=v2")
 	var history string
