@@ -2,6 +2,7 @@ package bus
 
 import (
 	"context"
+	"maps"
 	"sync"
 )
 
@@ -9,9 +10,13 @@ import (
 // summed by verb and resource: the reconcile runtime gives each reconcile
 // one, so that its history says what it did ("created 10000 pods") in a
 // few lines however many writes it made. It is safe for concurrent use.
+//
+// It also keeps the latest revision written to each resource, so that
+// whoever made the writes can wait for a cache to show them all.
 type Changes struct {
 	mu      sync.Mutex
 	summary []ChangeSummary
+	latest  map[string]uint64
 }
 
 // ChangeSummary is the writes of one verb to one resource.
@@ -48,10 +53,16 @@ func changesOf(ctx context.Context) *Changes {
 	return c
 }
 
-// add counts one write.
-func (c *Changes) add(verb, resource, key string) {
+// add counts one write, stored at rev.
+func (c *Changes) add(verb, resource, key string, rev uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if rev > c.latest[resource] {
+		if c.latest == nil {
+			c.latest = map[string]uint64{}
+		}
+		c.latest[resource] = rev
+	}
 	for i := range c.summary {
 		s := &c.summary[i]
 		if s.Verb == verb && s.Resource == resource {
@@ -81,9 +92,18 @@ func (c *Changes) Summary() []ChangeSummary {
 	return out
 }
 
-// noteWrite adds a write that landed to the changes ctx collects, if any.
-func (s *Store) noteWrite(ctx context.Context, verb, key string) {
+// Latest is the latest revision written to each resource (its stream's
+// sequence); nil when nothing was written.
+func (c *Changes) Latest() map[string]uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.latest)
+}
+
+// noteWrite adds a write that landed at rev to the changes ctx collects,
+// if any.
+func (s *Store) noteWrite(ctx context.Context, verb, key string, rev uint64) {
 	if c := changesOf(ctx); c != nil {
-		c.add(verb, s.spec.Resource, key)
+		c.add(verb, s.spec.Resource, key, rev)
 	}
 }

@@ -73,8 +73,8 @@ func TestHistoryKeepsEachObjectsLatest(t *testing.T) {
 
 // TestChangesSummariseWrites: the writes made through a context that
 // collects changes are summed by verb and resource, a status-only update
-// told from another, with the first keys named; writes through other
-// contexts are not counted.
+// told from another, with the first keys named, and the latest revision
+// written kept; writes through other contexts are not counted.
 func TestChangesSummariseWrites(t *testing.T) {
 	s := newStore(t, bustest.Conn(t))
 	var ch bus.Changes
@@ -99,11 +99,17 @@ func TestChangesSummariseWrites(t *testing.T) {
 	if _, err := s.Update(ctx, sp, bus.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Delete(ctx, created[2].Key(), bus.DeleteOptions{}); err != nil {
+	deleted, _, err := s.Delete(ctx, created[2].Key(), bus.DeleteOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Create(context.Background(), widget("default", "elsewhere", `{}`, nil)); err != nil {
 		t.Fatal(err)
+	}
+	// The latest revision written through ctx is the delete's.
+	rev, _ := bus.Revision(deleted.Metadata.ResourceVersion)
+	if got := ch.Latest(); len(got) != 1 || got[s.Resource()] != rev || rev == 0 {
+		t.Fatalf("latest revisions written %v, want %s at %d", got, s.Resource(), rev)
 	}
 	got := fmt.Sprint(ch.Summary())
 	want := fmt.Sprint([]bus.ChangeSummary{

@@ -254,7 +254,7 @@ func (s *Store) Create(ctx context.Context, o *object.Object) (*object.Object, e
 		return nil, fmt.Errorf("%s %q: %w", s.spec.Resource, key, err)
 	}
 	n.Metadata.ResourceVersion = strconv.FormatUint(rev, 10)
-	s.noteWrite(ctx, VerbCreated, key)
+	s.noteWrite(ctx, VerbCreated, key, rev)
 	return n, nil
 }
 
@@ -278,7 +278,7 @@ func (s *Store) createOver(ctx context.Context, n *object.Object, a *Authority) 
 		return nil, err
 	}
 	n.Metadata.ResourceVersion = strconv.FormatUint(rev, 10)
-	s.noteWrite(ctx, VerbCreated, n.Key())
+	s.noteWrite(ctx, VerbCreated, n.Key(), rev)
 	return n, nil
 }
 
@@ -378,7 +378,7 @@ func (s *Store) Update(ctx context.Context, o *object.Object, opts UpdateOptions
 		by.noteWrote(nrev)
 	}
 	n.Metadata.ResourceVersion = strconv.FormatUint(nrev, 10)
-	s.noteWrite(ctx, verb, key)
+	s.noteWrite(ctx, verb, key, nrev)
 	return n, nil
 }
 
@@ -418,7 +418,7 @@ func (s *Store) remove(ctx context.Context, o *object.Object, rev uint64) (*obje
 		return nil, fmt.Errorf("%s %q: %w", s.spec.Resource, n.Key(), err)
 	}
 	n.Metadata.ResourceVersion = strconv.FormatUint(nrev, 10)
-	s.noteWrite(ctx, VerbDeleted, n.Key())
+	s.noteWrite(ctx, VerbDeleted, n.Key(), nrev)
 	return n, nil
 }
 
@@ -532,7 +532,7 @@ func (s *Store) republish(ctx context.Context, n *object.Object, rev uint64) (*o
 		return nil, false, fmt.Errorf("%s %q: %w", s.spec.Resource, n.Key(), err)
 	}
 	n.Metadata.ResourceVersion = strconv.FormatUint(nrev, 10)
-	s.noteWrite(ctx, VerbDeleted, n.Key())
+	s.noteWrite(ctx, VerbDeleted, n.Key(), nrev)
 	return n, false, nil
 }
 
@@ -596,7 +596,7 @@ func (s *Store) CreateMany(ctx context.Context, objs []*object.Object, opts Crea
 		case ack := <-f.Ok():
 			wroteAck(ack)
 			out[i].Metadata.ResourceVersion = strconv.FormatUint(ack.Sequence, 10)
-			s.noteWrite(ctx, VerbCreated, out[i].Key())
+			s.noteWrite(ctx, VerbCreated, out[i].Key(), ack.Sequence)
 		case err := <-f.Err():
 			if !errors.Is(translate(err), ErrConflict) {
 				out[i], errs[i] = nil, translate(err)

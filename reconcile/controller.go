@@ -62,6 +62,9 @@ type Controller struct {
 	keys  keyLocks
 	// claims is set for an Exclusive controller.
 	claims *claimer
+	// written is what each key's last pass here wrote, for its next pass
+	// to wait for (ownWrites).
+	written ownWrites
 	// author marks the status writes of this process's passes (ownStatus):
 	// the controller's name and a tag of the process, since another
 	// process's pass may have read its object before this one's write.
@@ -203,6 +206,7 @@ func (c *Controller) handle(ctx context.Context, d *bus.Delivery) {
 	if !c.cachesReady(ctx, d) {
 		return
 	}
+	c.awaitOwnWrites(ctx, d.Key)
 	req := RequestFor(c.opts.For, d.Key)
 	rev := d.MinRevisions[c.opts.For.Resource]
 	sctx, span := tracing.Tracer().Start(d.Context(ctx), "reconcile "+c.opts.Name,
@@ -228,6 +232,7 @@ func (c *Controller) handle(ctx context.Context, d *bus.Delivery) {
 	cancel(nil)
 	elapsed := time.Since(start)
 	c.awaitOwnStatus(sctx, d.Key, author.Wrote())
+	c.written.remember(d.Key, changes.Latest(), c.shows)
 	stop()
 	c.enq.passed(d.Key, elapsed)
 	result := c.settle(sctx, d, res, err, traceID, rev)
