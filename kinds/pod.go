@@ -375,17 +375,34 @@ func PodOrNil(o *object.Object) any {
 	return p
 }
 
-// PodAfter is the decoder informers keep pods with (a reconcile.Decoder):
-// o decoded, reusing the decoded spec of the pod's previous version old
-// when o's spec is byte for byte old's, as after a status write. A pod's
-// status is written more often than its spec, and its spec is the larger
-// half to decode.
+// PodAfter is the decoder the controllers keep pods with (a
+// reconcile.Decoder): o decoded, reusing the decoded spec of the pod's
+// previous version old when o's spec is byte for byte old's, as after a
+// status write. A pod's status is written more often than its spec, and
+// its spec is the larger half to decode. Of the status's conditions it
+// keeps Ready alone (readyOnly).
 func PodAfter(o, old *object.Object, oldValue any) any {
 	p := specAfter(o, old, oldValue)
 	if p == nil || o.DecodeStatus(&p.Status) != nil {
 		return nil
 	}
+	p.Status.Conditions = readyOnly(p.Status.Conditions)
 	return p
+}
+
+// readyOnly is the Ready condition of conds alone, in a slice of its
+// own. Of a pod's conditions its owners read Ready alone (Ready,
+// ReadySince), and a running pod's four conditions were the largest part
+// of its decoded status in the controllers' cache.
+func readyOnly(conds []object.Condition) []object.Condition {
+	c := object.FindCondition(conds, PodReady)
+	switch {
+	case c == nil:
+		return nil
+	case len(conds) == 1:
+		return conds
+	}
+	return []object.Condition{*c}
 }
 
 // PodPhaseAfter is PodAfter for a reader that needs no more of a bound

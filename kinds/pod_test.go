@@ -88,14 +88,16 @@ func TestPodAfter(t *testing.T) {
 		reused   *kinds.Pod // the pod whose spec is reused, if any
 		phase    string
 		node     string
-		conds    int // conditions decoded, when the status is whole
+		conds    int // the conditions PodAfter keeps (Ready alone)
+		whole    int // the conditions PodPhaseAfter keeps of an unbound pod (all)
 		isNil    bool
 	}{
 		{name: "a new pod", o: obj(spec, `{"phase":"Pending"}`), phase: "Pending"},
 		{name: "a status write", o: obj(spec, `{"phase":"Running"}`), old: old, oldValue: prev, reused: prev, phase: "Running"},
-		{name: "a bind", o: obj(bound, `{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"True"}]}`), old: old, oldValue: prev, phase: "Pending", node: "n1", conds: 1},
+		{name: "a bind", o: obj(bound, `{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"True"}]}`), old: old, oldValue: prev, phase: "Pending", node: "n1"},
 		{name: "a bound pod's status write", o: obj(bound, running), old: boundOld, oldValue: boundPrev, reused: boundPrev, phase: "Running", node: "n1", conds: 1},
-		{name: "an unbound pod's conditions", o: obj(spec, `{"conditions":[{"type":"PodScheduled","status":"False"}]}`), old: old, oldValue: prev, reused: prev, conds: 1},
+		{name: "an unbound pod's conditions", o: obj(spec, `{"conditions":[{"type":"PodScheduled","status":"False"},{"type":"Ready","status":"False"}]}`), old: old, oldValue: prev, reused: prev, conds: 1, whole: 2},
+		{name: "a running pod's four conditions", o: obj(bound, `{"phase":"Running","conditions":[{"type":"PodScheduled","status":"True"},{"type":"Initialized","status":"True"},{"type":"Ready","status":"True","lastTransitionTime":"2026-03-14T09:26:56Z"},{"type":"ContainersReady","status":"True"}]}`), old: boundOld, oldValue: boundPrev, reused: boundPrev, phase: "Running", node: "n1", conds: 1},
 		{name: "a bound pod with a null status", o: obj(bound, `null`), node: "n1"},
 		{name: "a bound pod with no status", o: obj(bound, ``), node: "n1"},
 		// Read as a status decodes, whoever wrote it.
@@ -133,11 +135,17 @@ func TestPodAfter(t *testing.T) {
 					}
 				}
 				conds := tc.conds
-				if dec.phaseOnly && tc.node != "" {
+				switch {
+				case dec.phaseOnly && tc.node != "":
 					conds = 0
+				case dec.phaseOnly:
+					conds = tc.whole
 				}
 				if p.Spec.Containers[0].Image != "demo" || p.Spec.NodeName != tc.node || p.Status.Phase != tc.phase || len(p.Status.Conditions) != conds {
 					t.Errorf("decoded %+v %+v, want node %q, phase %q and %d conditions", p.Spec, p.Status, tc.node, tc.phase, conds)
+				}
+				if !dec.phaseOnly && conds == 1 && (p.Status.Conditions[0].Type != kinds.PodReady || cap(p.Status.Conditions) != 1) {
+					t.Errorf("kept conditions %+v (room for %d), want Ready alone", p.Status.Conditions, cap(p.Status.Conditions))
 				}
 			})
 		}
