@@ -143,6 +143,8 @@ type Agent struct {
 	log   *slog.Logger
 	pods  *bus.Store
 	write PodWriter
+	// read reads a pod again before writing over it (the pods store).
+	read podReader
 	// config fetches pods' ConfigMaps and Secrets.
 	config ConfigSource
 	// leaseObject is the node's Lease in kube-node-lease, and nodeUID its
@@ -232,6 +234,7 @@ func (a *Agent) run(ctx context.Context) error {
 	if a.pods, err = a.cfg.Bus.Store(ctx, bus.StoreSpec{Resource: "pods", Kind: "Pod", Namespaced: true}); err != nil {
 		return err
 	}
+	a.read = a.pods
 	if a.write = a.cfg.Pods; a.write == nil {
 		a.write = storeWriter{a.pods}
 	}
@@ -412,6 +415,11 @@ func (a *Agent) nodeStatus(conds []object.Condition) kinds.NodeStatus {
 		Message: "node agent is posting ready status"}, now)
 	object.FindCondition(st.Conditions, "Ready").LastHeartbeatTime = now
 	return st
+}
+
+// podReader reads a pod's stored version.
+type podReader interface {
+	Get(ctx context.Context, key string) (*object.Object, error)
 }
 
 // storeWriter writes pods straight to the store.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/testenv/poll"
@@ -23,6 +24,8 @@ type countingWriter struct {
 	mu       sync.Mutex
 	statuses []kinds.PodStatus
 	removed  []string
+	last     *object.Object // the version last written
+	reads    int            // reads of it
 }
 
 func (c *countingWriter) UpdateStatus(_ context.Context, pod, current *object.Object) (*object.Object, error) {
@@ -36,7 +39,21 @@ func (c *countingWriter) UpdateStatus(_ context.Context, pod, current *object.Ob
 	n := pod.Clone()
 	rv, _ := strconv.Atoi(current.Metadata.ResourceVersion)
 	n.Metadata.ResourceVersion = strconv.Itoa(rv + 1)
+	c.mu.Lock()
+	c.last = n
+	c.mu.Unlock()
 	return n, nil
+}
+
+// Get reads the pod as last written, as the store would.
+func (c *countingWriter) Get(_ context.Context, key string) (*object.Object, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reads++
+	if c.last == nil || c.last.Key() != key {
+		return nil, fmt.Errorf("%s: %w", key, bus.ErrNotFound)
+	}
+	return c.last, nil
 }
 
 func (c *countingWriter) Remove(_ context.Context, key, _ string) error {
@@ -98,7 +115,7 @@ func newSimulatedWorker(t *testing.T, ctx context.Context, name string) (*Agent,
 	t.Helper()
 	rec := &countingWriter{}
 	a := &Agent{cfg: Config{NodeName: "n1", Address: "127.0.0.1", Runtime: NewSimulated(0)}, log: slog.Default(),
-		write: rec, workers: map[string]*podWorker{}}
+		write: rec, read: rec, workers: map[string]*podWorker{}}
 	o := &object.Object{APIVersion: "v1", Kind: "Pod", Metadata: object.Meta{Name: name, Namespace: "default", UID: "uid-" + name, ResourceVersion: "1"},
 		Spec: []byte(`{"containers":[{"name":"c","command":["sleep","infinity"]}],"nodeName":"n1"}`)}
 	p, err := kinds.DecodePod(o)
@@ -121,18 +138,25 @@ func TestIdlePodHoldsNoGoroutine(t *testing.T) {
 		return len(got) == 1 && got[0] == kinds.PodRunning && w.idle()
 	})
 	w.mu.Lock()
-	report, decoded, writer := w.reported, w.storedStatus, w.loop.writes.cancel
+	report, decoded, writer, written := w.reported, w.storedStatus, w.loop.writes.cancel, w.stored
 	w.mu.Unlock()
-	if report != nil || decoded != nil || writer != nil {
-		t.Fatalf("an idle pod holds its written report (%v), its status decoded (%v) or its writer's context (%v)", report != nil, decoded != nil, writer != nil)
+	if report != nil || decoded != nil || writer != nil || written != nil {
+		t.Fatalf("an idle pod holds its written report (%v), its status decoded (%v), its writer's context (%v) or the version written (%v)",
+			report != nil, decoded != nil, writer != nil, written != nil)
 	}
 
 	// A report without conditions keeps those written before, read from
-	// the stored status again.
+	// the store again.
 	w.report(kinds.PodStatus{Phase: kinds.PodSucceeded})
 	poll.Until(t, "the next report written and the worker idle again", 10*time.Second, func() bool {
 		return len(rec.written()) == 2 && w.idle()
 	})
+	rec.mu.Lock()
+	reads := rec.reads
+	rec.mu.Unlock()
+	if reads != 1 {
+		t.Fatalf("the second write read the pod %d times, want once", reads)
+	}
 	sts := rec.writtenStatuses()
 	if len(sts[0].Conditions) == 0 || !reflect.DeepEqual(sts[1].Conditions, sts[0].Conditions) || !reflect.DeepEqual(sts[1].StartTime, sts[0].StartTime) {
 		t.Fatalf("the second write has conditions %+v and start %v, want the first's %+v and %v",

@@ -3,6 +3,7 @@ package nodeagent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -22,9 +23,14 @@ type podWorker struct {
 	key  string
 	tctx context.Context // carries the trace of the pod's arrival
 
-	mu     sync.Mutex
-	pod    *kinds.Pod
-	stored *object.Object // latest version we know of, for compare-and-swap
+	mu  sync.Mutex
+	pod *kinds.Pod
+	// stored is the latest version we hold, for compare-and-swap: nil
+	// once our own write of it has been let go (written), to be read again
+	// before the next write; storedRev is the latest revision we know of,
+	// held or not.
+	stored    *object.Object
+	storedRev uint64
 	// storedStatus is stored's status decoded, nil until needed when
 	// stored came undecoded (read after a conflict) or is our own write:
 	// the status writes of ten thousand pods need not decode what was
@@ -66,11 +72,20 @@ func (w *podWorker) firstContainer() string {
 func (w *podWorker) update(p *kinds.Pod) {
 	w.mu.Lock()
 	w.pod = p
-	if rev(p.Object) > rev(w.stored) {
+	if w.later(p.Object) {
 		w.stored, w.storedStatus = p.Object, &p.Status
 	}
 	w.mu.Unlock()
 	w.signal(sigUpdate)
+}
+
+// later says whether o is later than the version held, or than the one
+// let go (which o may be, read again); w.mu is held.
+func (w *podWorker) later(o *object.Object) bool {
+	if w.stored == nil {
+		return rev(o) >= w.storedRev
+	}
+	return rev(o) > rev(w.stored)
 }
 
 func (w *podWorker) remove() { w.signal(sigRemove) }
@@ -92,7 +107,6 @@ func (w *podWorker) terminate(ctx context.Context, stopRun func(), waitRun func(
 	waitRun()
 	w.mu.Lock()
 	pod := w.pod
-	stored := w.stored
 	w.mu.Unlock()
 	grace := time.Duration(kinds.Int64(pod.Spec.TerminationGracePeriodSeconds, 30)) * time.Second
 	if g := pod.Metadata.DeletionGracePeriodSeconds; g != nil {
@@ -108,7 +122,7 @@ func (w *podWorker) terminate(ctx context.Context, stopRun func(), waitRun func(
 	}
 	w.a.cfg.Runtime.Stop(sctx, pod.Metadata.UID, grace)
 	if deleteObject {
-		w.removeObject(ctx, stored.Key(), pod.Metadata.UID)
+		w.removeObject(ctx, w.key, pod.Metadata.UID)
 	}
 }
 
@@ -238,7 +252,7 @@ func (w *podWorker) writeReported(ctx context.Context) {
 		if cur, gerr := w.a.pods.Get(ctx, w.key); gerr == nil {
 			w.mu.Lock()
 			// Unless the watch brought a later version meanwhile.
-			if cur.Metadata.UID == w.pod.Metadata.UID && rev(cur) > rev(w.stored) {
+			if cur.Metadata.UID == w.pod.Metadata.UID && w.later(cur) {
 				w.stored, w.storedStatus = cur, nil
 			}
 			w.mu.Unlock()
@@ -247,8 +261,12 @@ func (w *podWorker) writeReported(ctx context.Context) {
 }
 
 func (w *podWorker) writeStatus(ctx context.Context) error {
+	stored, err := w.held(ctx)
+	if err != nil {
+		return err
+	}
 	w.mu.Lock()
-	stored, known, rep, started := w.stored, w.storedStatus, w.reported, w.started
+	known, rep, started := w.storedStatus, w.reported, w.started
 	w.mu.Unlock()
 	if rep == nil || stored.Metadata.Deleting() && rep.Phase == "" {
 		return nil
@@ -287,20 +305,56 @@ func (w *podWorker) writeStatus(ctx context.Context) error {
 	return nil
 }
 
+// held is the version to write over: the one held, or, when it was let
+// go, the stored one read again (ErrNotFound when the pod is gone or is
+// another pod of the same name).
+func (w *podWorker) held(ctx context.Context) (*object.Object, error) {
+	w.mu.Lock()
+	stored, uid := w.stored, w.pod.Metadata.UID
+	w.mu.Unlock()
+	if stored != nil {
+		return stored, nil
+	}
+	cur, err := w.a.read.Get(ctx, w.key)
+	if err != nil {
+		return nil, err
+	}
+	if cur.Metadata.UID != uid {
+		return nil, fmt.Errorf("pod %s: %w", w.key, bus.ErrNotFound)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stored == nil && rev(cur) < w.storedRev {
+		// The read went to a server behind our own write: try again.
+		return nil, fmt.Errorf("pod %s read at %d, before our write at %d: %w", w.key, rev(cur), w.storedRev, bus.ErrConflict)
+	}
+	if w.later(cur) {
+		w.stored, w.storedStatus = cur, nil
+	}
+	return w.stored, nil
+}
+
 // written records that rep is stored, as stored unless a later version
 // is held. Neither the report nor the status decoded from it is kept: a
-// later write, after a new report, decodes the stored status again.
-// Kept, they were a fifth of the live heap of a host of 100,000 idle
-// pods, for a few microseconds saved on a write seldom made.
+// later write, after a new report, decodes the stored status again. Nor,
+// when no later report waits, is the version written: a later write
+// reads it again, as a kubelet reads a pod before each status update.
+// Kept, the versions written were about a fifth of the live heap of a
+// host of 100,000 idle pods (each one's status JSON and envelope), and
+// the reports and their decoding another fifth, for a read saved on a
+// write seldom made.
 func (w *podWorker) written(rep *kinds.PodStatus, stored *object.Object) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	// A version of the same revision is the same; the one held may have
 	// its status decoded already.
-	if rev(stored) > rev(w.stored) {
+	if w.later(stored) {
 		w.stored, w.storedStatus = stored, nil
 	}
 	if w.reported == rep {
 		w.reported = nil
+	}
+	if w.reported == nil && w.stored != nil {
+		w.storedRev, w.stored, w.storedStatus = rev(w.stored), nil, nil
 	}
 }

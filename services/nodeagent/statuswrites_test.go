@@ -39,7 +39,7 @@ func (r *recordingWriter) UpdateStatus(ctx context.Context, pod, current *object
 // passed over while a write was held are not written at all.
 func TestStatusWritesWriteTheLatestReport(t *testing.T) {
 	rec := &recordingWriter{arrived: make(chan struct{}), proceed: make(chan struct{})}
-	a := &Agent{cfg: Config{NodeName: "n1", Address: "127.0.0.1"}, log: slog.Default(), write: rec}
+	a := &Agent{cfg: Config{NodeName: "n1", Address: "127.0.0.1"}, log: slog.Default(), write: rec, read: rec}
 	pod := &object.Object{APIVersion: "v1", Kind: "Pod", Metadata: object.Meta{Name: "p", Namespace: "default", UID: "u1", ResourceVersion: "1"}}
 	p, err := kinds.DecodePod(pod)
 	if err != nil {
