@@ -225,12 +225,14 @@ func (sc scenario) run(ctx context.Context, res *Result) error {
 	if err != nil {
 		return err
 	}
-	stopProfiles()
 	res.Work = since(workBefore, all.work(ctx))
 	after, err := sc.conn.Writes(ctx)
 	if err != nil {
 		return err
 	}
+	// After the work is read: each component's heap profile begins with
+	// a collection.
+	stopProfiles()
 	if busy, total := machineCPU(); total > totalBefore {
 		res.MachineBusy = float64(busy-busyBefore) / float64(total-totalBefore)
 	}
@@ -261,8 +263,17 @@ func (sc scenario) startProfiles(cs components) (stop func(), err error) {
 	}
 	cs.signal(syscall.SIGUSR1)
 	var once sync.Once
-	return func() { once.Do(func() { cs.signal(syscall.SIGUSR2); stopSelf() }) }, nil
+	return func() {
+		once.Do(func() {
+			cs.signal(syscall.SIGUSR2)
+			stopSelf()
+			cs.awaitHeaps(sc.cfg.CPUProfile, heapWait)
+		})
+	}, nil
 }
+
+// heapWait bounds the wait for the components' heap profiles.
+const heapWait = time.Minute
 
 // create makes the scenario's Deployments, through the API when there is one.
 func (sc scenario) create(ctx context.Context, api *apiServer, objs []*object.Object) error {

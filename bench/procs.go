@@ -121,6 +121,33 @@ func (cs components) signal(sig os.Signal) {
 	}
 }
 
+// awaitHeaps waits, up to wait, until each component still running has
+// written its heap profile in dir (as <role>-<pid>.heap, once whole),
+// so that none is stopped, and lets go of what it holds, while it writes.
+// A heap written as its process stops reflects its teardown: one of
+// 100,000 simulated pods showed 12 MB live instead of 400.
+func (cs components) awaitHeaps(dir string, wait time.Duration) {
+	deadline := time.Now().Add(wait)
+	for _, c := range cs {
+		path := filepath.Join(dir, fmt.Sprintf("%s-%d.heap", filepath.Base(c.cmd.Args[1]), c.cmd.Process.Pid))
+		awaitFile(path, c.done, deadline)
+	}
+}
+
+// awaitFile waits until path exists, done closes or deadline passes.
+func awaitFile(path string, done <-chan struct{}, deadline time.Time) {
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		select {
+		case <-done:
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 func (cs components) stop() {
 	for _, c := range cs {
 		_ = c.cmd.Process.Signal(syscall.SIGINT)

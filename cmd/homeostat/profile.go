@@ -100,13 +100,20 @@ func (p *profiler) stop() {
 	p.file = nil
 }
 
-// writeHeapProfile writes the live heap to path, after a collection.
+// writeHeapProfile writes the live heap to path, after a collection. The
+// file appears whole or not at all (written aside, then renamed), so
+// that a reader waiting for it (the bench) never reads half of one.
 func writeHeapProfile(path string) {
-	f, err := os.Create(path)
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*")
 	if err != nil {
 		return
 	}
-	defer f.Close()
 	runtime.GC()
-	_ = pprof.WriteHeapProfile(f)
+	err = pprof.WriteHeapProfile(f)
+	if cerr := f.Close(); err == nil && cerr == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+	}
 }
