@@ -249,7 +249,7 @@ func (w *podWorker) writeReported(ctx context.Context) {
 				continue
 			}
 		}
-		if cur, gerr := w.a.pods.Get(ctx, w.key); gerr == nil {
+		if cur, gerr := w.a.read.Get(ctx, w.key); gerr == nil {
 			w.mu.Lock()
 			// Unless the watch brought a later version meanwhile.
 			if cur.Metadata.UID == w.pod.Metadata.UID && w.later(cur) {
@@ -261,12 +261,11 @@ func (w *podWorker) writeReported(ctx context.Context) {
 }
 
 func (w *podWorker) writeStatus(ctx context.Context) error {
-	stored, err := w.held(ctx)
-	if err != nil {
+	if err := w.readAgain(ctx); err != nil {
 		return err
 	}
 	w.mu.Lock()
-	known, rep, started := w.storedStatus, w.reported, w.started
+	stored, known, rep, started := w.stored, w.storedStatus, w.reported, w.started
 	w.mu.Unlock()
 	if rep == nil || stored.Metadata.Deleting() && rep.Phase == "" {
 		return nil
@@ -305,33 +304,33 @@ func (w *podWorker) writeStatus(ctx context.Context) error {
 	return nil
 }
 
-// held is the version to write over: the one held, or, when it was let
-// go, the stored one read again (ErrNotFound when the pod is gone or is
-// another pod of the same name).
-func (w *podWorker) held(ctx context.Context) (*object.Object, error) {
+// readAgain holds the stored version again when the one written was let
+// go, so that there is a version to write over (ErrNotFound when the pod
+// is gone or is another pod of the same name).
+func (w *podWorker) readAgain(ctx context.Context) error {
 	w.mu.Lock()
-	stored, uid := w.stored, w.pod.Metadata.UID
+	held, uid := w.stored != nil, w.pod.Metadata.UID
 	w.mu.Unlock()
-	if stored != nil {
-		return stored, nil
+	if held {
+		return nil
 	}
 	cur, err := w.a.read.Get(ctx, w.key)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if cur.Metadata.UID != uid {
-		return nil, fmt.Errorf("pod %s: %w", w.key, bus.ErrNotFound)
+		return fmt.Errorf("pod %s: %w", w.key, bus.ErrNotFound)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.stored == nil && rev(cur) < w.storedRev {
 		// The read went to a server behind our own write: try again.
-		return nil, fmt.Errorf("pod %s read at %d, before our write at %d: %w", w.key, rev(cur), w.storedRev, bus.ErrConflict)
+		return fmt.Errorf("pod %s read at %d, before our write at %d: %w", w.key, rev(cur), w.storedRev, bus.ErrConflict)
 	}
 	if w.later(cur) {
 		w.stored, w.storedStatus = cur, nil
 	}
-	return w.stored, nil
+	return nil
 }
 
 // written records that rep is stored, as stored unless a later version
