@@ -3,20 +3,13 @@ package fieldmanager
 import (
 	"slices"
 	"testing"
-
-	"github.com/homeostat/homeostat/openapi"
-	"github.com/homeostat/homeostat/schemas"
 )
 
 // TestPlaces: the lists an update's shape takes by keys are those the
 // field manager takes by keys, with its keys; every other list, and any
 // place of no known type, is taken whole.
 func TestPlaces(t *testing.T) {
-	reg, err := schemas.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := New(openapi.NewCache(reg))
+	m := builtinManagers(t)
 	at := func(apiVersion, kind, part string, names ...string) place {
 		p := partPlace(m.root(apiVersion, kind), part)
 		for _, n := range names {

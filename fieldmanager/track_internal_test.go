@@ -11,16 +11,22 @@ import (
 	"github.com/homeostat/homeostat/schemas"
 )
 
+// builtinManagers are the field managers of the built-in kinds.
+func builtinManagers(t *testing.T) *Managers {
+	t.Helper()
+	reg, err := schemas.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(openapi.NewCache(reg))
+}
+
 // TestCreatesOfOtherOwners: the pods of different owners are answered
 // from one answer remembered, each naming its own owner as the field
 // manager itself does; pods whose owner or fields a stand-in could be
 // mistaken in are answered by the field manager.
 func TestCreatesOfOtherOwners(t *testing.T) {
-	reg, err := schemas.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := New(openapi.NewCache(reg))
+	m := builtinManagers(t)
 	pod := func(name, ownerUID, ownerName, container string) *object.Object {
 		o, err := object.Decode([]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"` + name + `","namespace":"default",
  "labels":{"app":"web","pod-template-hash":"` + ownerName + `"},

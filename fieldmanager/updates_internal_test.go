@@ -13,8 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/homeostat/homeostat/object"
-	"github.com/homeostat/homeostat/openapi"
-	"github.com/homeostat/homeostat/schemas"
 )
 
 func decodeEntries(t *testing.T, o *object.Object) []metav1.ManagedFieldsEntry {
@@ -54,11 +52,7 @@ func aged(t *testing.T, o *object.Object, at time.Time) *object.Object {
 // changed by key; and the second ReplicaSet's writes are answered from
 // memory.
 func TestRememberedAnswersAreTheFieldManagers(t *testing.T) {
-	reg, err := schemas.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := New(openapi.NewCache(reg))
+	m := builtinManagers(t)
 	rs := func(name string) *object.Object {
 		o, err := object.Decode([]byte(`{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"name":"` + name + `","namespace":"default","uid":"uid-` + name + `",
  "ownerReferences":[{"apiVersion":"apps/v1","kind":"Deployment","name":"d-` + name + `","uid":"owner-` + name + `","controller":true}]},
@@ -251,11 +245,7 @@ func TestFieldSetCutAndPut(t *testing.T) {
 // type (a spec the schema refuses) records nothing, and the same change
 // to a sound object is then answered by the field manager, not by that.
 func TestFailedUpdatesAreNotRemembered(t *testing.T) {
-	reg, err := schemas.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := New(openapi.NewCache(reg))
+	m := builtinManagers(t)
 	rs := func(name, replicas string) *object.Object {
 		o, err := object.Decode([]byte(`{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"name":"` + name + `","namespace":"default"},
  "spec":{"replicas":` + replicas + `,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"web","command":["sleep","60"]}]}}}}`))
@@ -289,11 +279,7 @@ func TestFailedUpdatesAreNotRemembered(t *testing.T) {
 // itself gives; updates of another shape (a value dropped, set to null,
 // of another kind, a list changed) are not answered with theirs.
 func TestAnswersByShape(t *testing.T) {
-	reg, err := schemas.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := New(openapi.NewCache(reg))
+	m := builtinManagers(t)
 	decode := func(s string) *object.Object {
 		o, err := object.Decode([]byte(s))
 		if err != nil {
@@ -422,11 +408,7 @@ func TestAnswersByShape(t *testing.T) {
 // and of those that may not, differ; first of no known type, then of a
 // status whose conditions are taken by their types.
 func TestShapes(t *testing.T) {
-	reg, err := schemas.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	status := New(openapi.NewCache(reg)).root("apps/v1", "Deployment").field("status")
+	status := builtinManagers(t).root("apps/v1", "Deployment").field("status")
 	if _, _, ok := status.field("conditions").keyed(); !ok {
 		t.Fatal("a Deployment's conditions are not taken by their keys")
 	}
@@ -504,11 +486,7 @@ func TestShapes(t *testing.T) {
 // it, through a write of its status and one of its spec; one without a
 // uid is recorded, as the field manager records it.
 func TestUpdatesOfUntrackedObjects(t *testing.T) {
-	reg, err := schemas.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := New(openapi.NewCache(reg))
+	m := builtinManagers(t)
 	for _, uid := range []string{"uid-1", ""} {
 		live, err := object.Decode([]byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d","namespace":"default","uid":"` + uid + `"},
  "spec":{"replicas":1,"selector":{"matchLabels":{"app":"d"}},"template":{"metadata":{"labels":{"app":"d"}},"spec":{"containers":[{"name":"web"}]}}}}`))
