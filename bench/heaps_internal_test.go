@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/homeostat/homeostat/testenv/poll"
 )
 
 // TestAwaitFile: the wait for a component's heap profile ends once the
@@ -23,19 +25,11 @@ func TestAwaitFile(t *testing.T) {
 		go func() { defer close(ch); awaitFile(path, done, deadline) }()
 		return ch
 	}
-	within := func(what string, ch <-chan struct{}) {
-		t.Helper()
-		select {
-		case <-ch:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no %s within 10s", what)
-		}
-	}
-	within("return for a component that has ended", returned(ended, far))
+	poll.Receive(t, "return for a component that has ended", 10*time.Second, returned(ended, far))
 
 	const short = 300 * time.Millisecond
 	start := time.Now()
-	within("return at the deadline", returned(open, start.Add(short)))
+	poll.Receive(t, "return at the deadline", 10*time.Second, returned(open, start.Add(short)))
 	if waited := time.Since(start); waited < short {
 		t.Fatalf("returned after %s, before the deadline (%s) with no file", waited, short)
 	}
@@ -44,5 +38,5 @@ func TestAwaitFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("heap"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	within("return once the file is there", waiting)
+	poll.Receive(t, "return once the file is there", 10*time.Second, waiting)
 }

@@ -76,15 +76,7 @@ func TestPassReadsItsLastPassWrites(t *testing.T) {
 	if _, err := store(t, conn).Create(ctx, widget("w")); err != nil {
 		t.Fatal(err)
 	}
-	within := func(what string, ch <-chan struct{}) {
-		t.Helper()
-		select {
-		case <-ch:
-		case <-time.After(15 * time.Second):
-			t.Fatalf("no %s within 15s", what)
-		}
-	}
-	within("stall of the gadgets' cache on the first pass's gadget", stalled)
+	poll.Receive(t, "stall of the gadgets' cache on the first pass's gadget", 15*time.Second, stalled)
 	// The stall lasts a second, long after the second pass's delivery
 	// (a millisecond after the first): a pass that did not wait would
 	// reconcile within it, from the stalled cache. How long it lasts
