@@ -225,11 +225,11 @@ func (sc scenario) run(ctx context.Context, res *Result) error {
 	if err != nil {
 		return err
 	}
-	res.Work = since(workBefore, all.work(ctx))
-	after, err := sc.conn.Writes(ctx)
+	work, after, err := workSettled(ctx, all, sc.conn, workBefore, before)
 	if err != nil {
 		return err
 	}
+	res.Work = work
 	// After the work is read: each component's heap profile begins with
 	// a collection.
 	stopProfiles()

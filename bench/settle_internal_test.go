@@ -87,3 +87,80 @@ func TestPodWatchEndsWithItsRun(t *testing.T) {
 	cancel()
 	poll.Receive(t, "the pod watch to end with its context", 10*time.Second, w.done)
 }
+
+// lateCounts is the store's count of writes, with one pod write more than
+// it holds until its second reading, when that write is made: the store
+// took a write whose writer has not yet read its answer.
+type lateCounts struct {
+	t     *testing.T
+	conn  *bus.Conn
+	pods  *bus.Store
+	reads int
+}
+
+func (l *lateCounts) Writes(ctx context.Context) (map[string]uint64, error) {
+	l.reads++
+	if l.reads == 2 {
+		o := &object.Object{APIVersion: "v1", Kind: "Pod", Metadata: object.Meta{Name: "late", Namespace: "default"}}
+		if _, err := l.pods.Create(ctx, o); err != nil {
+			l.t.Error(err)
+		}
+	}
+	counts, err := l.conn.Writes(ctx)
+	if l.reads < 2 {
+		counts[podsStream]++
+	}
+	return counts, err
+}
+
+// The bench reads the writers' counts once they hold every pod write the
+// store took, and the store's after them.
+func TestWorkSettledWaitsForPodWritesCounted(t *testing.T) {
+	ctx := context.Background()
+	conn := bustest.Conn(t)
+	pods, err := conn.Store(ctx, bus.StoreSpec{Resource: "pods", Kind: "Pod", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := conn.Writes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	workBefore := components{}.work(ctx)
+	counts := &lateCounts{t: t, conn: conn, pods: pods}
+	work, after, err := workSettled(ctx, components{}, counts, workBefore, before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts.reads != 3 {
+		t.Errorf("the store's counts read %d times, want 3: twice before the write was counted, once after", counts.reads)
+	}
+	if got := work[len(work)-1].Writes[podsStream]; got != 1 {
+		t.Errorf("this process counted %v pod writes, want 1", got)
+	}
+	if got := after[podsStream] - before[podsStream]; got != 1 {
+		t.Errorf("the store took %d pod writes, want 1", got)
+	}
+}
+
+// Every pod write the store took is counted, or not, by the writers
+// together; a writer whose metrics could not be read counts none.
+func TestPodWritesCounted(t *testing.T) {
+	before := map[string]uint64{podsStream: 10, "leases": 4}
+	after := map[string]uint64{podsStream: 16, "leases": 9}
+	for _, c := range []struct {
+		doc  string
+		work []Work
+		want bool
+	}{
+		{"split between writers", []Work{{Writes: map[string]float64{podsStream: 2}}, {Writes: map[string]float64{podsStream: 4, "leases": 1}}}, true},
+		{"one missing", []Work{{Writes: map[string]float64{podsStream: 2}}, {Writes: map[string]float64{podsStream: 3, "leases": 5}}}, false},
+		{"metrics unread", []Work{{Writes: map[string]float64{podsStream: 2}}, {}}, false},
+		{"more counted than stored", []Work{{Writes: map[string]float64{podsStream: 7}}}, true},
+		{"no writer", nil, false},
+	} {
+		if got := podWritesCounted(c.work, before, after); got != c.want {
+			t.Errorf("%s: counted = %v, want %v", c.doc, got, c.want)
+		}
+	}
+}

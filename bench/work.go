@@ -58,6 +58,58 @@ func (cs components) work(ctx context.Context) []Work {
 	return out
 }
 
+// podsStream is the label Conn.Writes gives the pods' stream.
+const podsStream = "pods"
+
+// countWait bounds how long the bench waits for the components to count
+// pod writes the store has taken: a write whose answer was lost is never
+// counted.
+const countWait = 5 * time.Second
+
+// workSettled reads the components' work and the streams' counts once
+// every pod write the store took has been counted by its writer. A writer
+// counts a write when it reads the store's answer, which may come after
+// the bench saw the last pod Running; read at once, the last writes would
+// show as made by no writer. The streams are read after the work, so
+// that the writes counted are never more than those stored.
+func workSettled(ctx context.Context, cs components, counts writeCounter, workBefore []Work, before map[string]uint64) ([]Work, map[string]uint64, error) {
+	deadline := time.Now().Add(countWait)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		work := since(workBefore, cs.work(ctx))
+		after, err := counts.Writes(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if podWritesCounted(work, before, after) || time.Now().After(deadline) {
+			return work, after, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// writeCounter is the store's count of the messages each stream took.
+type writeCounter interface {
+	Writes(ctx context.Context) (map[string]uint64, error)
+}
+
+// podWritesCounted tells whether the writers between them counted every
+// write the pods' stream took between before and after. A component
+// whose metrics could not be read counts nothing, and the bench waits
+// out countWait.
+func podWritesCounted(work []Work, before, after map[string]uint64) bool {
+	var counted float64
+	for _, w := range work {
+		counted += w.Writes[podsStream]
+	}
+	return counted >= float64(after[podsStream]-before[podsStream])
+}
+
 // since is the work done between two readings of the same components.
 func since(before, after []Work) []Work {
 	out := make([]Work, len(after))

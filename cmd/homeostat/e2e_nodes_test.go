@@ -243,9 +243,10 @@ func TestBinaryBench(t *testing.T) {
 	// Each pod's three writes, by the writers that made them: its create
 	// by the controllers, its bind by the leading scheduler, its status by
 	// its node. A writer counts a write when it reads the store's answer,
-	// which may come after the bench saw the last pod Running, so the
-	// last few may be missing (the bus's own test holds the counts
-	// exact); none is counted twice, nor by another writer.
+	// which may come after the bench saw the last pod Running: the bench
+	// waits for the counts, but a write whose answer was lost is never
+	// counted, so a few may be missing (the bus's own test holds the
+	// counts exact); none is counted twice, nor by another writer.
 	blocks := writersOf(t, out)
 	if len(blocks) != 4 {
 		t.Fatalf("%d reports of writes by writer, want one a run:\n%s", len(blocks), out)
