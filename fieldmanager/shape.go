@@ -1,10 +1,11 @@
 package fieldmanager
 
 import (
-	"encoding/json"
 	"hash"
 	"slices"
+	"strconv"
 
+	json "github.com/go-json-experiment/json/v1"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
@@ -72,11 +73,9 @@ func writeShape(h hash.Hash, pl place, l, n any, hasL, hasN bool) bool {
 			}
 		}
 		slices.Sort(keys)
+		var name []byte
 		for _, k := range keys {
-			name, err := json.Marshal(k) // quoted: no name runs into the next
-			if err != nil {
-				return false
-			}
+			name = strconv.AppendQuote(name[:0], k) // quoted: no name runs into the next
 			h.Write(name)
 			lv, inL := lm[k]
 			nv, inN := nm[k]
@@ -190,9 +189,9 @@ func writeKeyed(h hash.Hash, keys []string, items place, l, n any, hasL, hasN bo
 	return true, true
 }
 
-// byKeys indexes a list's items by the values of their keys, written as a
-// JSON list of each value's kind and value (self-delimiting, and 1 told
-// from 1.0 as the field manager reads them), in the list's order.
+// byKeys indexes a list's items by the values of their keys, each
+// written as its kind and value (self-delimiting, and 1 told from 1.0 as
+// the field manager reads them: appendScalar), in the list's order.
 func byKeys(keys []string, list []any) (map[string]any, []string, bool) {
 	byKey := make(map[string]any, len(list))
 	order := make([]string, 0, len(list))
@@ -201,17 +200,13 @@ func byKeys(keys []string, list []any) (map[string]any, []string, bool) {
 		if !ok {
 			return nil, nil, false
 		}
-		tuple := make([]any, 0, 2*len(keys))
+		var b []byte
 		for _, k := range keys {
 			v, ok := m[k]
 			if !ok || !scalar(v) || v == nil {
 				return nil, nil, false
 			}
-			tuple = append(tuple, string(kindOf(v)), v)
-		}
-		b, err := json.Marshal(tuple)
-		if err != nil {
-			return nil, nil, false
+			b = appendScalar(b, v)
 		}
 		k := string(b)
 		if _, dup := byKey[k]; dup {
@@ -221,4 +216,22 @@ func byKeys(keys []string, list []any) (map[string]any, []string, bool) {
 		order = append(order, k)
 	}
 	return byKey, order, true
+}
+
+// appendScalar appends a scalar that is not null as its kind and its
+// value, followed by a comma: the value read back one way, 1 told from
+// 1.0 and "1" from 1, and the end of each plain.
+func appendScalar(b []byte, v any) []byte {
+	b = append(b, kindOf(v))
+	switch v := v.(type) {
+	case bool:
+		b = strconv.AppendBool(b, v)
+	case int64:
+		b = strconv.AppendInt(b, v, 10)
+	case float64:
+		b = strconv.AppendFloat(b, v, 'g', -1, 64)
+	case string:
+		b = strconv.AppendQuote(b, v)
+	}
+	return append(b, ',')
 }

@@ -1,10 +1,10 @@
 package fieldmanager
 
 import (
-	"encoding/json"
 	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	json "github.com/go-json-experiment/json/v1"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )

@@ -3,7 +3,7 @@ package fieldmanager
 import (
 	"cmp"
 	"crypto/sha256"
-	"encoding/json"
+	json "github.com/go-json-experiment/json/v1"
 	"reflect"
 	"slices"
 	"strings"
@@ -65,12 +65,19 @@ func (m *Managers) updated(manager, subresource string, live, next *object.Objec
 		return next // nothing the field manager compares changed: it moves nothing
 	}
 	paths := pathsOf(parts)
-	key, ok := updateKey(m.root(next.APIVersion, next.Kind), manager, subresource, next, before, parts, paths)
+	// Each entry's fields are decoded once, for the key and the answer.
+	fields := make([]fieldSet, len(before))
+	for i, e := range before {
+		if fields[i], ok = decodeFields(e); !ok {
+			return m.Update(manager, subresource, live, next)
+		}
+	}
+	key, ok := updateKey(m.root(next.APIVersion, next.Kind), manager, subresource, next, before, fields, parts, paths)
 	if !ok {
 		return m.Update(manager, subresource, live, next)
 	}
 	if a, ok := m.updates.get(key); ok {
-		if b, ok := a.encoded(before, paths); ok {
+		if b, ok := a.encoded(before, fields, paths); ok {
 			next.Metadata.ManagedFields = b
 			return next
 		}
@@ -87,12 +94,12 @@ func (m *Managers) updated(manager, subresource string, live, next *object.Objec
 }
 
 // encoded is a remembered answer for an object whose managed fields were
-// before, encoded as the field manager's answers are (through
+// before (their fields decoded, which it changes), encoded as the field manager's answers are (through
 // unstructured objects, so with every object's members sorted); false
 // when it holds no entry, where the field manager would leave the object
 // as it was.
-func (a answer) encoded(before []metav1.ManagedFieldsEntry, paths [][]string) ([]byte, bool) {
-	entries, ok := a.fill(before, paths)
+func (a answer) encoded(before []metav1.ManagedFieldsEntry, fields []fieldSet, paths [][]string) ([]byte, bool) {
+	entries, ok := a.fill(before, fields, paths)
 	if !ok || len(entries) == 0 {
 		return nil, false
 	}
@@ -198,8 +205,9 @@ func replaced(subresource string, live, next *object.Object) ([]metav1.ManagedFi
 
 // updateKey is what an update's managed fields depend on: the writer,
 // the kind, the shape of each member that differs (shape.go; root is the
-// kind's type), and each replaced entry's fields under those members.
-func updateKey(root place, manager, subresource string, next *object.Object, before []metav1.ManagedFieldsEntry, parts []object.Part, paths [][]string) ([32]byte, bool) {
+// kind's type), and each replaced entry's fields (decoded, each at its
+// entry's index) under those members.
+func updateKey(root place, manager, subresource string, next *object.Object, before []metav1.ManagedFieldsEntry, fields []fieldSet, parts []object.Part, paths [][]string) ([32]byte, bool) {
 	h := sha256.New()
 	write := func(parts ...[]byte) {
 		for _, p := range parts {
@@ -214,15 +222,15 @@ func updateKey(root place, manager, subresource string, next *object.Object, bef
 			return [32]byte{}, false
 		}
 	}
-	entries := slices.Clone(before)
-	slices.SortFunc(entries, func(a, b metav1.ManagedFieldsEntry) int {
-		return cmp.Compare(identityOf(a).String(), identityOf(b).String())
+	order := make([]int, len(before))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		return cmp.Compare(identityOf(before[a]).String(), identityOf(before[b]).String())
 	})
-	for _, e := range entries {
-		fs, ok := decodeFields(e)
-		if !ok {
-			return [32]byte{}, false
-		}
+	for _, i := range order {
+		e, fs := before[i], fields[i]
 		write([]byte(identityOf(e).String()), []byte(e.FieldsType))
 		for _, path := range paths {
 			v, found := fs.at(path)
@@ -323,10 +331,10 @@ func remember(writer identity, before, after []metav1.ManagedFieldsEntry, paths 
 }
 
 // fill makes the entries of a remembered answer for an object whose
-// managed fields were before: each entry's fields outside paths as they
+// managed fields were before, their fields decoded (and cut here): each entry's fields outside paths as they
 // were, those under paths the answer's, the times as the field manager
 // sets them, ordered as it encodes them.
-func (a answer) fill(before []metav1.ManagedFieldsEntry, paths [][]string) ([]metav1.ManagedFieldsEntry, bool) {
+func (a answer) fill(before []metav1.ManagedFieldsEntry, fields []fieldSet, paths [][]string) ([]metav1.ManagedFieldsEntry, bool) {
 	now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
 	var out []metav1.ManagedFieldsEntry
 	seen := map[identity]bool{}
@@ -342,14 +350,10 @@ func (a answer) fill(before []metav1.ManagedFieldsEntry, paths [][]string) ([]me
 		out = append(out, e)
 		return true
 	}
-	for _, e := range before {
+	for i, e := range before {
 		id := identityOf(e)
 		seen[id] = true
-		was, ok := decodeFields(e)
-		if !ok {
-			return nil, false
-		}
-		fs := was.without(paths) // decoded for this answer alone
+		fs := fields[i].without(paths)
 		if ae, ok := a.entries[id]; ok {
 			for _, path := range paths {
 				if v, ok := ae.inside[strings.Join(path, "/")]; ok {

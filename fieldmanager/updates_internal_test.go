@@ -24,6 +24,20 @@ func decodeEntries(t *testing.T, o *object.Object) []metav1.ManagedFieldsEntry {
 	return es
 }
 
+// keyOf is the key of an update of parts over the entries before, their
+// fields decoded as the update decodes them.
+func keyOf(t *testing.T, root place, manager, sub string, next *object.Object, before []metav1.ManagedFieldsEntry, parts []object.Part) ([32]byte, bool) {
+	t.Helper()
+	fields := make([]fieldSet, len(before))
+	for i, e := range before {
+		var ok bool
+		if fields[i], ok = decodeFields(e); !ok {
+			t.Fatalf("entry %d: fields do not decode", i)
+		}
+	}
+	return updateKey(root, manager, sub, next, before, fields, parts, pathsOf(parts))
+}
+
 // aged sets every managed fields entry of o to have been written at at,
 // as if its writes had been far apart.
 func aged(t *testing.T, o *object.Object, at time.Time) *object.Object {
@@ -93,7 +107,7 @@ func TestRememberedAnswersAreTheFieldManagers(t *testing.T) {
 			next := live.Clone()
 			step.change(next)
 			before := decodeEntries(t, live)
-			if key, ok := updateKey(m.root(next.APIVersion, next.Kind), step.manager, step.sub, next, before, object.Differing(live, next), pathsOf(object.Differing(live, next))); ok && name == "b" {
+			if key, ok := keyOf(t, m.root(next.APIVersion, next.Kind), step.manager, step.sub, next, before, object.Differing(live, next)); ok && name == "b" {
 				if _, ok := m.updates.get(key); ok {
 					hits++
 				} else {
@@ -146,7 +160,7 @@ func TestRememberedAnswersAreTheFieldManagers(t *testing.T) {
 			next := cur.Clone()
 			next.Status = json.RawMessage(st)
 			before := decodeEntries(t, cur)
-			key, _ := updateKey(m.root(next.APIVersion, next.Kind), "homeostat-controllers", "status", next, before, object.Differing(cur, next), pathsOf(object.Differing(cur, next)))
+			key, _ := keyOf(t, m.root(next.APIVersion, next.Kind), "homeostat-controllers", "status", next, before, object.Differing(cur, next))
 			_, remembered := m.updates.get(key)
 			want := decodeEntries(t, m.Update("homeostat-controllers", "status", cur, next.Clone()))
 			got := m.Track("homeostat-controllers", "status", cur, next.Clone())
@@ -304,7 +318,7 @@ func TestAnswersByShape(t *testing.T) {
 		next := live.Clone()
 		change(next)
 		parts := object.Differing(live, next)
-		key, ok := updateKey(m.root(next.APIVersion, next.Kind), manager, sub, next, decodeEntries(t, live), parts, pathsOf(parts))
+		key, ok := keyOf(t, m.root(next.APIVersion, next.Kind), manager, sub, next, decodeEntries(t, live), parts)
 		if !ok {
 			t.Fatalf("%s: no key", step)
 		}
@@ -471,6 +485,8 @@ func TestShapes(t *testing.T) {
 		{"a condition added or none", conds(c("A", "x")), conds(c("A", "x"), c("P", "y")), conds(c("A", "x")), conds(c("A", "y")), false},
 		{"a condition dropped or changed", conds(c("A", "x"), c("P", "y")), conds(c("A", "x")), conds(c("A", "x"), c("P", "y")), conds(c("A", "x"), c("P", "z")), false},
 		{"a type's kind", ``, `{"conditions":[{"type":"1"}]}`, ``, `{"conditions":[{"type":1}]}`, false},
+		{"an integer type or a float", ``, `{"conditions":[{"type":1}]}`, ``, `{"conditions":[{"type":1.375}]}`, false},
+		{"float types that round alike", ``, `{"conditions":[{"type":1.25}]}`, ``, `{"conditions":[{"type":1.375}]}`, false},
 		{"no type: taken whole", ``, `{"conditions":[{"status":"a"}]}`, ``, `{"conditions":[{"status":"b"}]}`, false},
 		{"a type twice: taken whole", ``, conds(c("A", "x"), c("A", "y")), ``, conds(c("A", "u"), c("A", "v")), false},
 		{"items that are not objects: taken whole", ``, `{"conditions":["a"]}`, ``, `{"conditions":["b"]}`, false},
