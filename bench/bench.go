@@ -225,9 +225,12 @@ func (sc scenario) run(ctx context.Context, res *Result) error {
 	if err != nil {
 		return err
 	}
-	work, after, err := workSettled(ctx, all, sc.conn, workBefore, before)
+	work, after, short, err := workSettled(ctx, all, sc.conn, workBefore, before, countWait)
 	if err != nil {
 		return err
+	}
+	if short > 0 {
+		sc.progress("the writers counted %.0f fewer pod writes than the store took after %s (answers lost)", short, countWait)
 	}
 	res.Work = work
 	// After the work is read: each component's heap profile begins with

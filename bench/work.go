@@ -67,27 +67,29 @@ const podsStream = "pods"
 const countWait = 5 * time.Second
 
 // workSettled reads the components' work and the streams' counts once
-// every pod write the store took has been counted by its writer. A writer
+// every pod write the store took has been counted by its writer, and
+// says how many were still not (0 unless wait ran out). A writer
 // counts a write when it reads the store's answer, which may come after
 // the bench saw the last pod Running; read at once, the last writes would
 // show as made by no writer. The streams are read after the work, so
 // that the writes counted are never more than those stored.
-func workSettled(ctx context.Context, cs components, counts writeCounter, workBefore []Work, before map[string]uint64) ([]Work, map[string]uint64, error) {
-	deadline := time.Now().Add(countWait)
+func workSettled(ctx context.Context, cs components, counts writeCounter, workBefore []Work, before map[string]uint64, wait time.Duration) ([]Work, map[string]uint64, float64, error) {
+	deadline := time.Now().Add(wait)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		work := since(workBefore, cs.work(ctx))
 		after, err := counts.Writes(ctx)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, 0, err
 		}
-		if podWritesCounted(work, before, after) || time.Now().After(deadline) {
-			return work, after, nil
+		short := podWritesUncounted(work, before, after)
+		if short <= 0 || time.Now().After(deadline) {
+			return work, after, max(short, 0), nil
 		}
 		select {
 		case <-ctx.Done():
-			return nil, nil, ctx.Err()
+			return nil, nil, 0, ctx.Err()
 		case <-tick.C:
 		}
 	}
@@ -98,16 +100,17 @@ type writeCounter interface {
 	Writes(ctx context.Context) (map[string]uint64, error)
 }
 
-// podWritesCounted tells whether the writers between them counted every
-// write the pods' stream took between before and after. A component
-// whose metrics could not be read counts nothing, and the bench waits
-// out countWait.
-func podWritesCounted(work []Work, before, after map[string]uint64) bool {
+// podWritesUncounted is how many of the writes the pods' stream took
+// between before and after the writers between them did not count (less
+// than 0 when they counted more, made after the stream was read). A
+// component whose metrics could not be read counts nothing, and the bench
+// waits out countWait.
+func podWritesUncounted(work []Work, before, after map[string]uint64) float64 {
 	var counted float64
 	for _, w := range work {
 		counted += w.Writes[podsStream]
 	}
-	return counted >= float64(after[podsStream]-before[podsStream])
+	return float64(after[podsStream]-before[podsStream]) - counted
 }
 
 // since is the work done between two readings of the same components.
