@@ -3,12 +3,12 @@ package fieldmanager
 import (
 	"cmp"
 	"crypto/sha256"
-	json "github.com/go-json-experiment/json/v1"
 	"reflect"
 	"slices"
 	"strings"
 	"time"
 
+	json "github.com/go-json-experiment/json/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/homeostat/homeostat/object"
@@ -94,10 +94,10 @@ func (m *Managers) updated(manager, subresource string, live, next *object.Objec
 }
 
 // encoded is a remembered answer for an object whose managed fields were
-// before (their fields decoded, which it changes), encoded as the field manager's answers are (through
-// unstructured objects, so with every object's members sorted); false
-// when it holds no entry, where the field manager would leave the object
-// as it was.
+// before (their fields decoded, which it cuts), encoded as the field
+// manager's answers are (through unstructured objects, so with every
+// object's members sorted); false when it holds no entry, where the field
+// manager would leave the object as it was.
 func (a answer) encoded(before []metav1.ManagedFieldsEntry, fields []fieldSet, paths [][]string) ([]byte, bool) {
 	entries, ok := a.fill(before, fields, paths)
 	if !ok || len(entries) == 0 {
