@@ -225,6 +225,10 @@ func (sc scenario) run(ctx context.Context, res *Result) error {
 	if err != nil {
 		return err
 	}
+	// The cores' share is the scenario's, not the wait for the counts'.
+	if busy, total := machineCPU(); total > totalBefore {
+		res.MachineBusy = float64(busy-busyBefore) / float64(total-totalBefore)
+	}
 	work, after, short, err := workSettled(ctx, all, sc.conn, workBefore, before, countWait)
 	if err != nil {
 		return err
@@ -236,9 +240,6 @@ func (sc scenario) run(ctx context.Context, res *Result) error {
 	// After the work is read: each component's heap profile begins with
 	// a collection.
 	stopProfiles()
-	if busy, total := machineCPU(); total > totalBefore {
-		res.MachineBusy = float64(busy-busyBefore) / float64(total-totalBefore)
-	}
 	res.converged(last.Sub(start), lat)
 	res.Stages = w.stages(start)
 	res.Stages.Submitted = submitted
