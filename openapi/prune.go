@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
@@ -56,8 +57,8 @@ type pruner struct {
 func (w pruner) resolve(s *spec.Schema) *spec.Schema {
 	for s != nil {
 		switch {
-		case s.Ref.String() != "":
-			s = w.all[strings.TrimPrefix(s.Ref.String(), refPrefix)]
+		case hasRef(&s.Ref):
+			s = w.all[refName(&s.Ref)]
 		case len(s.AllOf) > 0 && len(s.Properties) == 0:
 			s = &s.AllOf[0]
 		default:
@@ -80,32 +81,41 @@ func (w pruner) walk(v any, s *spec.Schema, kube reflect.Type, path string) {
 			return
 		}
 		for i, x := range v {
-			w.walk(x, s.Items.Schema, elem(kube), path+"["+strconv.Itoa(i)+"]")
+			if container(x) {
+				w.walk(x, s.Items.Schema, elem(kube), path+"["+strconv.Itoa(i)+"]")
+			}
 		}
 	}
 }
 
 func (w pruner) object(m map[string]any, s *spec.Schema, kube reflect.Type, path string) {
-	if open, _ := s.Extensions.GetBool("x-kubernetes-preserve-unknown-fields"); open {
+	// Read as Extensions' getters read, which lower the key they are given
+	// (these are lower case) into a new string for each field.
+	if open, _ := s.Extensions["x-kubernetes-preserve-unknown-fields"].(bool); open {
 		return
 	}
 	if len(s.Properties) == 0 {
 		// A map: its values share one schema.
 		if ap := s.AdditionalProperties; ap != nil && ap.Schema != nil {
 			for k, x := range m {
-				w.walk(x, ap.Schema, elem(kube), join(path, k))
+				if container(x) {
+					w.walk(x, ap.Schema, elem(kube), join(path, k))
+				}
 			}
 		}
 		return
 	}
 	for k, x := range m {
-		p := join(path, k)
-		prop, ok := s.Properties[k]
-		if ok {
-			if why, _ := prop.Extensions.GetString(notActedOn); why != "" && x != nil && x != "" {
-				w.out.Inert = append(w.out.Inert, InertField{Path: p, Why: why})
+		if prop, ok := s.Properties[k]; ok {
+			if why, _ := prop.Extensions[notActedOn].(string); why != "" && x != nil && x != "" {
+				w.out.Inert = append(w.out.Inert, InertField{Path: join(path, k), Why: why})
 			}
-			w.walk(x, &prop, field(kube, k), p)
+			// Only a map or a list has fields to prune: a scalar's
+			// schema is not walked (nor copied to the heap for it).
+			if container(x) {
+				child := prop
+				w.walk(x, &child, field(kube, k), join(path, k))
+			}
 			continue
 		}
 		if ap := s.AdditionalProperties; ap != nil && (ap.Allows && ap.Schema == nil) {
@@ -116,12 +126,43 @@ func (w pruner) object(m map[string]any, s *spec.Schema, kube reflect.Type, path
 			// An empty value (creationTimestamp: null, which every typed
 			// Kubernetes client sends) asks for nothing.
 			if !empty(x) {
-				w.out.Ignored = append(w.out.Ignored, p)
+				w.out.Ignored = append(w.out.Ignored, join(path, k))
 			}
 		} else {
-			w.out.Unknown = append(w.out.Unknown, p)
+			w.out.Unknown = append(w.out.Unknown, join(path, k))
 		}
 	}
+}
+
+// container says whether v is a map or a list, what pruning walks into.
+func container(v any) bool {
+	switch v.(type) {
+	case map[string]any, []any:
+		return true
+	}
+	return false
+}
+
+// hasRef says whether a schema refers to another: its reference is not
+// empty.
+func hasRef(r *spec.Ref) bool {
+	if u := r.GetURL(); u != nil && u.Fragment != "" {
+		return true
+	}
+	return r.String() != ""
+}
+
+// refName is the name of the schema a reference points to, read from the
+// fragment of a reference within the document as it is: its text form
+// escaped the fragment again for every lookup, a sixth of pruning.
+func refName(r *spec.Ref) string {
+	if u := r.GetURL(); u != nil && u.Fragment != "" && u.Scheme == "" && u.Opaque == "" && u.Host == "" && u.Path == "" && u.RawQuery == "" {
+		if name, ok := strings.CutPrefix(u.Fragment, refPrefix[1:]); ok {
+			return name
+		}
+		return "#" + u.Fragment
+	}
+	return strings.TrimPrefix(r.String(), refPrefix)
 }
 
 func join(path, k string) string {
@@ -148,25 +189,46 @@ func deref(t reflect.Type) reflect.Type {
 }
 
 // field is the type of a struct's member by its JSON name, looking into
-// inlined members (TypeMeta); nil when there is none.
+// inlined members (TypeMeta); nil when there is none. A type's members
+// are read once (fieldsOf): reading struct tags was a fifth of pruning.
 func field(t reflect.Type, name string) reflect.Type {
 	t = deref(t)
 	if t == nil || t.Kind() != reflect.Struct {
 		return nil
 	}
+	return fieldsOf(t)[name]
+}
+
+// kubeFields holds each struct type's members by JSON name.
+var kubeFields sync.Map // reflect.Type → map[string]reflect.Type
+
+func fieldsOf(t reflect.Type) map[string]reflect.Type {
+	if m, ok := kubeFields.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	m := map[string]reflect.Type{}
+	collectFields(t, m)
+	kubeFields.Store(t, m)
+	return m
+}
+
+// collectFields adds t's members to m by JSON name, the first of a name
+// winning, inlined members' members where they sit among t's.
+func collectFields(t reflect.Type, m map[string]reflect.Type) {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
 		switch {
-		case tag == name:
-			return f.Type
-		case tag == "" && (f.Anonymous || strings.Contains(opts, "inline")):
-			if ft := field(f.Type, name); ft != nil {
-				return ft
+		case tag != "":
+			if _, ok := m[tag]; !ok {
+				m[tag] = f.Type
+			}
+		case f.Anonymous || strings.Contains(opts, "inline"):
+			if ft := deref(f.Type); ft != nil && ft.Kind() == reflect.Struct {
+				collectFields(ft, m)
 			}
 		}
 	}
-	return nil
 }
 
 func empty(v any) bool {
