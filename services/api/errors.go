@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -133,5 +134,27 @@ func writeStatus(w http.ResponseWriter, log *slog.Logger, e *apiError) {
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
+	if o, ok := v.(*object.Object); ok && o != nil {
+		if b, err := objectJSON(o); err == nil {
+			_, _ = w.Write(b)
+		}
+		return
+	}
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// objectJSON is an object as encoding/json's Encoder writes it: the
+// object's own encoding, HTML characters escaped, a newline after. Its
+// encoding is compact already, so escaping is all encoding/json's
+// compaction of it would do, reading it whole once more.
+func objectJSON(o *object.Object) ([]byte, error) {
+	b, err := object.Encode(o)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(b) + 16)
+	json.HTMLEscape(&buf, b)
+	buf.WriteByte('\n')
+	return buf.Bytes(), nil
 }
