@@ -208,12 +208,13 @@ func hasTaint(ts []kinds.Taint, t kinds.Taint) bool {
 	return false
 }
 
+// nodeIndex files a pod under the node it is bound to. It reads the
+// spec's nodeName alone, as the scheduler's index does: decoding the spec
+// for it, twice a change (before and after), was a twentieth of the
+// controllers' work in 1 × 10,000.
 func nodeIndex(o *object.Object) []string {
-	var spec struct {
-		NodeName string `json:"nodeName"`
+	if n := kinds.BoundNode(o); n != "" {
+		return []string{n}
 	}
-	if o.DecodeSpec(&spec) != nil || spec.NodeName == "" {
-		return nil
-	}
-	return []string{spec.NodeName}
+	return nil
 }
