@@ -16,7 +16,7 @@ import (
 	"github.com/homeostat/homeostat/schemas"
 )
 
-func documents(t *testing.T) (*schemas.Registry, *openapi.Documents) {
+func documents(t testing.TB) (*schemas.Registry, *openapi.Documents) {
 	t.Helper()
 	reg, err := schemas.New()
 	if err != nil {

@@ -52,10 +52,19 @@ type pruner struct {
 	out *Pruned
 }
 
+// maxHops bounds the references and allOf parts resolve follows.
+const maxHops = 64
+
 // resolve follows a schema's reference, or allOf's first part (where a
 // reference with a description sits).
 func (w pruner) resolve(s *spec.Schema) *spec.Schema {
-	for s != nil {
+	// A reference may lead back to itself (a custom kind's definition
+	// that is only a reference to itself): after maxHops it is taken as
+	// leading nowhere, and nothing under it is pruned.
+	for hops := 0; s != nil; hops++ {
+		if hops == maxHops {
+			return nil
+		}
 		switch {
 		case hasRef(&s.Ref):
 			s = w.all[refName(&s.Ref)]
@@ -89,8 +98,8 @@ func (w pruner) walk(v any, s *spec.Schema, kube reflect.Type, path string) {
 }
 
 func (w pruner) object(m map[string]any, s *spec.Schema, kube reflect.Type, path string) {
-	// Read as Extensions' getters read, which lower the key they are given
-	// (these are lower case) into a new string for each field.
+	// Read as Extensions' getters read, without lowering the key (lower
+	// case already) at every field.
 	if open, _ := s.Extensions["x-kubernetes-preserve-unknown-fields"].(bool); open {
 		return
 	}
@@ -152,17 +161,36 @@ func hasRef(r *spec.Ref) bool {
 	return r.String() != ""
 }
 
-// refName is the name of the schema a reference points to, read from the
-// fragment of a reference within the document as it is: its text form
-// escaped the fragment again for every lookup, a sixth of pruning.
+// refName is the name of the schema a reference points to: its text form
+// without the prefix. A reference within the document whose fragment
+// needs no escaping is that text already, so its fragment is read as it
+// is; writing the text escaped the fragment again for every lookup, a
+// sixth of pruning. Any other goes by its text, escapes and all (a custom
+// kind's schema named from a reference's text keeps them).
 func refName(r *spec.Ref) string {
-	if u := r.GetURL(); u != nil && u.Fragment != "" && u.Scheme == "" && u.Opaque == "" && u.Host == "" && u.Path == "" && u.RawQuery == "" {
+	if u := r.GetURL(); u != nil && u.Fragment != "" && u.RawFragment == "" && u.Scheme == "" && u.Opaque == "" &&
+		u.Host == "" && u.User == nil && u.Path == "" && u.RawPath == "" && !u.ForceQuery && u.RawQuery == "" && verbatim(u.Fragment) {
 		if name, ok := strings.CutPrefix(u.Fragment, refPrefix[1:]); ok {
 			return name
 		}
 		return "#" + u.Fragment
 	}
 	return strings.TrimPrefix(r.String(), refPrefix)
+}
+
+// verbatim says whether a URL's fragment is written as it is: every byte
+// one that fragment escaping leaves alone.
+func verbatim(fragment string) bool {
+	for i := range len(fragment) {
+		c := fragment[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("-._~$&+,/:;=?@!()*", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func join(path, k string) string {
@@ -207,25 +235,28 @@ func fieldsOf(t reflect.Type) map[string]reflect.Type {
 		return m.(map[string]reflect.Type)
 	}
 	m := map[string]reflect.Type{}
-	collectFields(t, m)
+	collectFields(t, m, map[reflect.Type]bool{})
 	kubeFields.Store(t, m)
 	return m
 }
 
 // collectFields adds t's members to m by JSON name, the first of a name
-// winning, inlined members' members where they sit among t's.
-func collectFields(t reflect.Type, m map[string]reflect.Type) {
+// winning, inlined members' members where they sit among t's (a type
+// inlined again inside itself adds nothing more).
+func collectFields(t reflect.Type, m map[string]reflect.Type, seen map[reflect.Type]bool) {
+	seen[t] = true
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-		switch {
-		case tag != "":
-			if _, ok := m[tag]; !ok {
-				m[tag] = f.Type
-			}
-		case f.Anonymous || strings.Contains(opts, "inline"):
-			if ft := deref(f.Type); ft != nil && ft.Kind() == reflect.Struct {
-				collectFields(ft, m)
+		// A member without a name of its own is what a member named ""
+		// finds, the first such (an inlined TypeMeta, say), before any
+		// inside it.
+		if _, ok := m[tag]; !ok {
+			m[tag] = f.Type
+		}
+		if tag == "" && (f.Anonymous || strings.Contains(opts, "inline")) {
+			if ft := deref(f.Type); ft != nil && ft.Kind() == reflect.Struct && !seen[ft] {
+				collectFields(ft, m, seen)
 			}
 		}
 	}

@@ -11,8 +11,7 @@ import (
 
 // Prune runs on every create and update the API takes.
 func BenchmarkPrune(b *testing.B) {
-	t := &testing.T{}
-	reg, d := documents(t)
+	reg, d := documents(b)
 	cases := []struct {
 		name, group, version, plural, doc string
 		kube                              reflect.Type

@@ -2,11 +2,13 @@ package openapi
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
 // A member is found by its JSON name, in inlined members too, the first
@@ -21,6 +23,17 @@ func TestField(t *testing.T) {
 		inner   `json:",inline"`
 		Skipped bool
 		Tagged  float64 `json:"tagged,omitempty"`
+	}
+	type innerFirst struct {
+		inner `json:",inline"`
+		Name  string `json:"name"`
+	}
+	type byPointer struct {
+		*inner
+	}
+	type self struct {
+		N string `json:"n"`
+		*self
 	}
 	cases := []struct {
 		t    reflect.Type
@@ -37,6 +50,13 @@ func TestField(t *testing.T) {
 		{reflect.TypeFor[outer](), "Skipped", nil},
 		{reflect.TypeFor[[]corev1.Pod](), "kind", nil},
 		{nil, "kind", nil},
+		// A member named "" finds the first member without a name.
+		{reflect.TypeFor[corev1.Pod](), "", reflect.TypeFor[metav1.TypeMeta]()},
+		{reflect.TypeFor[outer](), "", reflect.TypeFor[inner]()},
+		{reflect.TypeFor[innerFirst](), "name", reflect.TypeFor[int]()},
+		{reflect.TypeFor[byPointer](), "deep", reflect.TypeFor[string]()},
+		{reflect.TypeFor[self](), "n", reflect.TypeFor[string]()},
+		{reflect.TypeFor[self](), "m", nil},
 	}
 	for _, tc := range cases {
 		for range 2 { // read, then remembered
@@ -44,5 +64,35 @@ func TestField(t *testing.T) {
 				t.Errorf("field(%v, %q) = %v, want %v", tc.t, tc.name, got, tc.want)
 			}
 		}
+	}
+}
+
+// A reference is looked up by its text without the prefix, escapes and
+// all, whether or not its fragment is read directly.
+func TestRefName(t *testing.T) {
+	for _, ref := range []string{
+		"#/components/schemas/io.k8s.api.core.v1.Pod",
+		"#/components/schemas/io.homeostat.custom.w0.example.com.My%20thing",
+		"#/components/schemas/caf%C3%A9",
+		"#/components/schemas/raw é",
+		"#/components/schemas/a%2Fb",
+		"#/components/schemas/per%25cent",
+		"#/definitions/io.k8s.api.core.v1.Pod",
+		"other.json#/components/schemas/X",
+		"?#/components/schemas/X",
+		"//u@h#/components/schemas/X",
+		"#",
+	} {
+		r := spec.MustCreateRef(ref)
+		if got, want := refName(&r), strings.TrimPrefix(r.String(), refPrefix); got != want {
+			t.Errorf("refName(%q) = %q, want %q", ref, got, want)
+		}
+		if !hasRef(&r) && r.String() != "" {
+			t.Errorf("hasRef(%q) = false", ref)
+		}
+	}
+	var none spec.Ref
+	if hasRef(&none) {
+		t.Error("an empty reference refers to something")
 	}
 }

@@ -5,8 +5,14 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/homeostat/homeostat/object"
+	"github.com/homeostat/homeostat/openapi"
+	"github.com/homeostat/homeostat/schemas"
+	"github.com/homeostat/homeostat/testenv/poll"
 )
 
 func TestPrune(t *testing.T) {
@@ -66,5 +72,44 @@ func TestPrune(t *testing.T) {
 				t.Errorf("left\n got %s\nwant %s", b, tc.left)
 			}
 		})
+	}
+}
+
+// A custom kind's definition that is only a reference to itself leads
+// nowhere: pruning under it ends, and prunes nothing there.
+func TestPruneEndsOnAReferenceToItself(t *testing.T) {
+	reg, err := schemas.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := object.Decode([]byte(`{"apiVersion":"homeostat.io/v1","kind":"ResourceDefinition",
+		"metadata":{"name":"loops.example.com"},
+		"spec":{"group":"example.com","version":"v1","kind":"Loop","plural":"loops",
+		"schema":{"type":"object","$defs":{"a":{"$ref":"#/$defs/a"}},"properties":{"spec":{"$ref":"#/$defs/a"}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Register(def); err != nil {
+		t.Fatal(err)
+	}
+	d, err := openapi.NewCache(reg).Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, ok := reg.Lookup("example.com", "v1", "loops")
+	if !ok {
+		t.Fatal("no loops")
+	}
+	done := make(chan openapi.Pruned, 1)
+	go func() {
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(`{"kind":"Loop","metadata":{"name":"l"},"spec":{"x":{"y":1},"z":[{}]}}`), &doc); err != nil {
+			panic(err)
+		}
+		done <- d.Prune(res, doc, nil)
+	}()
+	p := poll.Receive(t, "pruning a kind whose schema refers to itself", 10*time.Second, done)
+	if len(p.Unknown)+len(p.Ignored) > 0 {
+		t.Errorf("pruned %v under a reference that leads nowhere", p)
 	}
 }

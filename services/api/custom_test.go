@@ -84,3 +84,20 @@ func TestCustomKindAcrossReplicas(t *testing.T) {
 	mustCode(t, call(t, "POST", a+"/apis/homeostat.io/v1/resourcedefinitions", "application/yaml", widgetDef), http.StatusCreated, "")
 	mustCode(t, call(t, "GET", b+widgets+"/w1", "", ""), http.StatusNotFound, object.ReasonNotFound)
 }
+
+// A kind whose schema is a reference to itself: a create of one of its
+// objects is answered (refused, the validation naming the cycle), where
+// pruning followed the reference for good and held the request.
+func TestCustomKindThatRefersToItself(t *testing.T) {
+	a := startAPI(t, conn(t))
+	mustCode(t, call(t, "POST", a+"/apis/homeostat.io/v1/resourcedefinitions", "", `{"metadata":{"name":"loops.example.com"},
+		"spec":{"group":"example.com","version":"v1","kind":"Loop","plural":"loops",
+		"schema":{"type":"object","$defs":{"a":{"$ref":"#/$defs/a"}},"properties":{"spec":{"$ref":"#/$defs/a"}}}}}`), http.StatusCreated, "")
+	done := make(chan response, 1)
+	go func() {
+		done <- call(t, "POST", a+"/apis/example.com/v1/namespaces/default/loops", "", `{"metadata":{"name":"l"},"spec":{"x":{"y":1}}}`)
+	}()
+	r := poll.Receive(t, "the answer to a create of a kind that refers to itself", 30*time.Second, done)
+	mustCode(t, r, http.StatusUnprocessableEntity, object.ReasonInvalid)
+	t.Logf("refused: %s", r.status.Message)
+}
