@@ -24,16 +24,27 @@ func TestObjectJSONAsEncodingJSONWritesIt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var want bytes.Buffer
-		if err := json.NewEncoder(&want).Encode(o); err != nil {
-			t.Fatal(err)
-		}
-		got, err := objectJSON(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want.Bytes()) {
-			t.Errorf("answered\n%s\nencoding/json writes\n%s", got, want.Bytes())
-		}
+		sameAsEncodingJSON(t, o)
+	}
+	// Members set in code rather than decoded, with space in them.
+	o := &object.Object{APIVersion: "v1", Kind: "ConfigMap", Metadata: object.Meta{Name: "c", Labels: map[string]string{"a": "<&>"}},
+		Status: []byte(` { "phase" : "a<b" } `),
+		Fields: map[string]json.RawMessage{"data": json.RawMessage("{ \"k\" : \"<v>\u2028\" ,\n \"n\": 1.50 }")}}
+	sameAsEncodingJSON(t, o)
+}
+
+// sameAsEncodingJSON checks o's answer against encoding/json's Encoder.
+func sameAsEncodingJSON(t *testing.T, o *object.Object) {
+	t.Helper()
+	var want bytes.Buffer
+	if err := json.NewEncoder(&want).Encode(o); err != nil {
+		t.Fatal(err)
+	}
+	got, err := objectJSON(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Errorf("answered\n%s\nencoding/json writes\n%s", got, want.Bytes())
 	}
 }
