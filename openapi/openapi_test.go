@@ -18,18 +18,25 @@ import (
 
 func documents(t testing.TB) (*schemas.Registry, *openapi.Documents) {
 	t.Helper()
+	return documentsWith(t, `{"apiVersion":"homeostat.io/v1","kind":"ResourceDefinition",
+		"metadata":{"name":"widgets.example.com"},
+		"spec":{"group":"example.com","version":"v1","kind":"Widget","plural":"widgets",
+		"schema":{"type":"object","properties":{"spec":{"type":"object","properties":{"size":{"type":"integer","exclusiveMinimum":0}}}}}}}`)
+}
+
+// documentsWith are the documents of the built-in kinds and of the
+// custom kind the ResourceDefinition def defines.
+func documentsWith(t testing.TB, def string) (*schemas.Registry, *openapi.Documents) {
+	t.Helper()
 	reg, err := schemas.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	def, err := object.Decode([]byte(`{"apiVersion":"homeostat.io/v1","kind":"ResourceDefinition",
-		"metadata":{"name":"widgets.example.com"},
-		"spec":{"group":"example.com","version":"v1","kind":"Widget","plural":"widgets",
-		"schema":{"type":"object","properties":{"spec":{"type":"object","properties":{"size":{"type":"integer","exclusiveMinimum":0}}}}}}}`))
+	o, err := object.Decode([]byte(def))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reg.Register(def); err != nil {
+	if _, err := reg.Register(o); err != nil {
 		t.Fatal(err)
 	}
 	d, err := openapi.NewCache(reg).Get()

@@ -35,6 +35,7 @@ func TestField(t *testing.T) {
 		N string `json:"n"`
 		*self
 	}
+	_ = self{}.self // only the type is read
 	cases := []struct {
 		t    reflect.Type
 		name string

@@ -9,9 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/openapi"
-	"github.com/homeostat/homeostat/schemas"
 	"github.com/homeostat/homeostat/testenv/poll"
 )
 
@@ -78,24 +76,10 @@ func TestPrune(t *testing.T) {
 // A custom kind's definition that is only a reference to itself leads
 // nowhere: pruning under it ends, and prunes nothing there.
 func TestPruneEndsOnAReferenceToItself(t *testing.T) {
-	reg, err := schemas.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	def, err := object.Decode([]byte(`{"apiVersion":"homeostat.io/v1","kind":"ResourceDefinition",
+	reg, d := documentsWith(t, `{"apiVersion":"homeostat.io/v1","kind":"ResourceDefinition",
 		"metadata":{"name":"loops.example.com"},
 		"spec":{"group":"example.com","version":"v1","kind":"Loop","plural":"loops",
-		"schema":{"type":"object","$defs":{"a":{"$ref":"#/$defs/a"}},"properties":{"spec":{"$ref":"#/$defs/a"}}}}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := reg.Register(def); err != nil {
-		t.Fatal(err)
-	}
-	d, err := openapi.NewCache(reg).Get()
-	if err != nil {
-		t.Fatal(err)
-	}
+		"schema":{"type":"object","$defs":{"a":{"$ref":"#/$defs/a"}},"properties":{"spec":{"$ref":"#/$defs/a"}}}}}`)
 	res, ok := reg.Lookup("example.com", "v1", "loops")
 	if !ok {
 		t.Fatal("no loops")
