@@ -331,9 +331,10 @@ func remember(writer identity, before, after []metav1.ManagedFieldsEntry, paths 
 }
 
 // fill makes the entries of a remembered answer for an object whose
-// managed fields were before, their fields decoded (and cut here): each entry's fields outside paths as they
-// were, those under paths the answer's, the times as the field manager
-// sets them, ordered as it encodes them.
+// managed fields were before, their fields decoded (and cut here): each
+// entry's fields outside paths as they were, those under paths the
+// answer's, the times as the field manager sets them, ordered as it
+// encodes them.
 func (a answer) fill(before []metav1.ManagedFieldsEntry, fields []fieldSet, paths [][]string) ([]metav1.ManagedFieldsEntry, bool) {
 	now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
 	var out []metav1.ManagedFieldsEntry

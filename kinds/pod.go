@@ -460,6 +460,16 @@ func BoundNode(o *object.Object) string {
 	return n
 }
 
+// BoundNodeIndex files a pod under the node it is bound to, none while
+// unbound: the index by node that the scheduler and the controllers keep
+// (a reconcile.IndexFunc), read as BoundNode reads it.
+func BoundNodeIndex(o *object.Object) []string {
+	if n := BoundNode(o); n != "" {
+		return []string{n}
+	}
+	return nil
+}
+
 // topString reads the string member name of a JSON object without
 // decoding the rest, by the rules a decoding into a struct follows: names
 // match whatever their case, the last match wins, and null leaves what

@@ -2,6 +2,7 @@ package kinds_test
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -31,8 +32,12 @@ func TestBoundNode(t *testing.T) {
 		if tc.want != "" && (json.Unmarshal(o.Spec, &spec) != nil || spec.NodeName != tc.want) {
 			t.Errorf("the spec %s decodes to node %q, BoundNode says %q", tc.spec, spec.NodeName, tc.want)
 		}
+		// The index files a bound pod under its node, an unbound one nowhere.
+		if got := kinds.BoundNodeIndex(o); (tc.want == "") != (got == nil) || tc.want != "" && !slices.Equal(got, []string{tc.want}) {
+			t.Errorf("BoundNodeIndex(%s) = %q, want it under %q", tc.spec, got, tc.want)
+		}
 	}
-	if kinds.BoundNode(nil) != "" {
+	if kinds.BoundNode(nil) != "" || kinds.BoundNodeIndex(nil) != nil {
 		t.Error("a nil pod is bound")
 	}
 }

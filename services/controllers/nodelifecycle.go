@@ -207,14 +207,3 @@ func hasTaint(ts []kinds.Taint, t kinds.Taint) bool {
 	}
 	return false
 }
-
-// nodeIndex files a pod under the node it is bound to. It reads the
-// spec's nodeName alone, as the scheduler's index does: decoding the spec
-// for it, twice a change (before and after), was a twentieth of the
-// controllers' work in 1 × 10,000.
-func nodeIndex(o *object.Object) []string {
-	if n := kinds.BoundNode(o); n != "" {
-		return []string{n}
-	}
-	return nil
-}

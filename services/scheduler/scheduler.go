@@ -146,12 +146,7 @@ func (s *Service) setup(ctx context.Context) error {
 		return kinds.DerivesPods(n)
 	}, s.log)
 	s.pods.SetDecoder(kinds.PodPhaseAfter)
-	s.pods.AddIndex(byNode, func(o *object.Object) []string {
-		if n := kinds.BoundNode(o); n != "" {
-			return []string{n}
-		}
-		return nil
-	})
+	s.pods.AddIndex(byNode, kinds.BoundNodeIndex)
 	s.pods.OnChange(s.onPod)
 	s.nodes.OnChange(s.onNode)
 	return nil
