@@ -128,7 +128,7 @@ func secretNowhere(t *testing.T, s *server, k *kubectlRunner, secret string) {
 		"audit":     s.must("", "audit", "-o", "json"),
 	}
 	for _, obj := range []string{"secrets/db", "pods/reader", "pods/waiter"} {
-		places["the trace of "+obj] = s.get(t, "/apis/homeostat.io/v1/traces/"+traceOf(t, s, obj))
+		places["the trace of "+obj] = recordedTrace(t, s, obj)
 	}
 	for where, text := range places {
 		if len(text) == 0 {
@@ -142,8 +142,33 @@ func secretNowhere(t *testing.T, s *server, k *kubectlRunner, secret string) {
 	}
 }
 
+// recordedTrace is the recorded trace of a default-namespace object's
+// latest write. Spans are written in batches each second, so a write's
+// trace may not be there yet: it waits for it, reading which write is
+// the latest again each time.
+func recordedTrace(t *testing.T, s *server, obj string) string {
+	t.Helper()
+	var text string
+	poll.Until(t, "the trace of "+obj+"'s latest write", 30*time.Second, func() bool {
+		body, code := s.tryGet(t, "/apis/homeostat.io/v1/traces/"+traceOf(t, s, obj))
+		text = body
+		return code == http.StatusOK
+	})
+	return text
+}
+
 // get reads path as up's admin, failing unless it answers 200.
 func (s *server) get(t *testing.T, path string) string {
+	t.Helper()
+	body, code := s.tryGet(t, path)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: %d\n%s", path, code, body)
+	}
+	return body
+}
+
+// tryGet reads path as up's admin: the answer's body and code.
+func (s *server) tryGet(t *testing.T, path string) (string, int) {
 	t.Helper()
 	resp, err := s.http.Get(s.url + path)
 	if err != nil {
@@ -151,10 +176,10 @@ func (s *server) get(t *testing.T, path string) string {
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d %v\n%s", path, resp.StatusCode, err, body)
+	if err != nil {
+		t.Fatalf("GET %s: reading the answer: %v", path, err)
 	}
-	return string(body)
+	return string(body), resp.StatusCode
 }
 
 // traceOf is the trace of a default-namespace object's latest write.
