@@ -46,6 +46,11 @@ type Documents struct {
 	v2pbData []byte
 	v2pbErr  error
 	kinds    map[string]string // apiVersion/kind → schema name
+	// props holds, for each schema that pruning walked, its properties'
+	// schemas by name (a *spec.Schema → map[string]*spec.Schema), made
+	// once: a property read from the map is a copy, and taking its
+	// address put the copy on the heap for every object pruned.
+	props sync.Map
 }
 
 // Cache makes the documents once per generation of the registry.

@@ -38,7 +38,7 @@ const notActedOn = "x-homeostat-not-acted-on"
 func (d *Documents) Prune(res *schemas.Resource, doc map[string]any, kube reflect.Type) Pruned {
 	var p Pruned
 	if sch, ok := d.schemas[d.kinds[kindKey(res)]]; ok {
-		w := pruner{all: d.schemas, out: &p}
+		w := pruner{all: d.schemas, props: &d.props, out: &p}
 		w.walk(doc, sch, kube, "")
 	}
 	sort.Strings(p.Unknown)
@@ -48,8 +48,25 @@ func (d *Documents) Prune(res *schemas.Resource, doc map[string]any, kube reflec
 }
 
 type pruner struct {
-	all map[string]*spec.Schema
-	out *Pruned
+	all   map[string]*spec.Schema
+	props *sync.Map // Documents.props
+	out   *Pruned
+}
+
+// properties is s's properties' schemas by name, each on the heap once.
+// Every schema pruning reaches lives as long as its documents (one of
+// theirs, a part of one, or one of these), so each is made once.
+func (w pruner) properties(s *spec.Schema) map[string]*spec.Schema {
+	if v, ok := w.props.Load(s); ok {
+		return v.(map[string]*spec.Schema)
+	}
+	out := make(map[string]*spec.Schema, len(s.Properties))
+	for k := range s.Properties {
+		prop := s.Properties[k]
+		out[k] = &prop
+	}
+	v, _ := w.props.LoadOrStore(s, out)
+	return v.(map[string]*spec.Schema)
 }
 
 // maxHops bounds the references and allOf parts resolve follows.
@@ -114,16 +131,16 @@ func (w pruner) object(m map[string]any, s *spec.Schema, kube reflect.Type, path
 		}
 		return
 	}
+	props := w.properties(s)
 	for k, x := range m {
-		if prop, ok := s.Properties[k]; ok {
+		if prop, ok := props[k]; ok {
 			if why, _ := prop.Extensions[notActedOn].(string); why != "" && x != nil && x != "" {
 				w.out.Inert = append(w.out.Inert, InertField{Path: join(path, k), Why: why})
 			}
 			// Only a map or a list has fields to prune: a scalar's
-			// schema is not walked (nor copied to the heap for it).
+			// schema is not walked.
 			if container(x) {
-				child := prop
-				w.walk(x, &child, field(kube, k), join(path, k))
+				w.walk(x, prop, field(kube, k), join(path, k))
 			}
 			continue
 		}

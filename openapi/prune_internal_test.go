@@ -3,6 +3,7 @@ package openapi
 import (
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -95,5 +96,39 @@ func TestRefName(t *testing.T) {
 	var none spec.Ref
 	if hasRef(&none) {
 		t.Error("an empty reference refers to something")
+	}
+}
+
+// A schema's properties are its own, each made once for every pruning
+// that reaches the schema, and none for a schema without properties.
+func TestPropertiesMadeOnce(t *testing.T) {
+	var props sync.Map
+	w := pruner{props: &props}
+	s := &spec.Schema{SchemaProps: spec.SchemaProps{Properties: map[string]spec.Schema{
+		"name": *spec.StringProperty(),
+		"spec": {SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"},
+			Properties: map[string]spec.Schema{"replicas": *spec.Int64Property()}}},
+	}}}
+	first := w.properties(s)
+	if len(first) != len(s.Properties) {
+		t.Fatalf("%d properties, want %d", len(first), len(s.Properties))
+	}
+	for name, prop := range s.Properties {
+		if !reflect.DeepEqual(*first[name], prop) {
+			t.Errorf("property %s is %+v, want %+v", name, *first[name], prop)
+		}
+	}
+	again := w.properties(s)
+	for name := range s.Properties {
+		if first[name] != again[name] {
+			t.Errorf("property %s made twice", name)
+		}
+	}
+	// A property's own properties hang off the one made.
+	if inner, again := w.properties(first["spec"]), w.properties(first["spec"]); inner["replicas"] == nil || inner["replicas"] != again["replicas"] {
+		t.Errorf("the properties of spec: %v, then %v", inner, again)
+	}
+	if got := w.properties(&spec.Schema{}); len(got) != 0 {
+		t.Errorf("a schema without properties has %v", got)
 	}
 }
