@@ -18,7 +18,6 @@ import (
 	"maps"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	json "github.com/go-json-experiment/json/v1"
 )
 
@@ -281,28 +280,6 @@ func (o *Object) SetStatus(v any) error {
 	}
 	o.Status = b
 	return nil
-}
-
-// SameJSON reports whether two JSON documents are semantically equal,
-// ignoring formatting and key order.
-func SameJSON(a, b stdjson.RawMessage) bool {
-	if bytes.Equal(a, b) {
-		return true // the common case, decided without decoding
-	}
-	if isNullish(a) || isNullish(b) {
-		return isNullish(a) && isNullish(b)
-	}
-	// In canonical form (RFC 8785: members sorted, numbers and strings
-	// spelled one way), equal values have equal bytes. That costs a scan
-	// of each, not a tree of maps; what it cannot read (duplicate names,
-	// invalid UTF-8) compares by its bytes. Integers keep their digits, so
-	// two beyond 2^53 that a float64 cannot tell apart still differ.
-	x, y := jsontext.Value(bytes.Clone(a)), jsontext.Value(bytes.Clone(b))
-	exact := jsontext.CanonicalizeRawInts(false)
-	if x.Canonicalize(exact) != nil || y.Canonicalize(exact) != nil {
-		return bytes.Equal(a, b)
-	}
-	return bytes.Equal(x, y)
 }
 
 // SameEncoding reports whether two encodings of objects by Encode hold

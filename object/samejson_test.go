@@ -1,0 +1,72 @@
+package object
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// canonicallySame is the comparison SameJSON makes of two values that
+// differ in their bytes, done whole: both in canonical form.
+func canonicallySame(a, b []byte) bool {
+	x, y := jsontext.Value(bytes.Clone(a)), jsontext.Value(bytes.Clone(b))
+	exact := jsontext.CanonicalizeRawInts(false)
+	if x.Canonicalize(exact) != nil || y.Canonicalize(exact) != nil {
+		return bytes.Equal(a, b)
+	}
+	return bytes.Equal(x, y)
+}
+
+var sameJSONSeeds = [][2]string{
+	{`{"a":1,"b":2}`, `{"b":2,"a":1}`},
+	{`{"a":1,"b":2}`, `{"a":1,"b":3}`},
+	{`{"a":1, "b":2}`, ` {"b":2,"a":1} `},
+	{`{"a":{}}`, `{"a":null}`},
+	{`{"a":{"x":1,"y":[1,{"z":2}]}}`, `{"a":{"y":[1,{"z":2}],"x":1}}`},
+	{`{"a":{"x":1,"y":[1,{"z":2}]}}`, `{"a":{"y":[1,{"z":3}],"x":1}}`},
+	{`{"\u0061":1}`, `{"a":1}`},
+	{`{"a":1,"a":1}`, `{"a":1}`},
+	{`{"a":1}`, `{"a":1} {}`},
+	{`{"a":1}`, `{"a":1,"b":null}`},
+	{`{"a":1000}`, `{"a":1e3}`},
+	{`{"a":9007199254740993}`, `{"a":9007199254740992}`},
+	{`{"a":"é"}`, `{"a":"\u00e9"}`},
+	{"{\"a\":\"\xff\"}", "{\"a\":\"\xfe\"}"},
+	{`{"a":[1,2]}`, `{"a":[2,1]}`},
+	{`{"a":1`, `{"a":1}`},
+	{`[{"a":1,"b":2}]`, `[{"b":2,"a":1}]`},
+	{`{"containers":[{"name":"a"}],"nodeName":"n1"}`, `{"containers":[{"name":"a"}]}`},
+}
+
+// Comparing member by member decides as comparing whole documents in
+// canonical form does, on documents that tell the two ways apart: key
+// order, spacing, escapes in names and values, duplicates, numbers
+// spelled otherwise, nesting, trailing data and invalid input.
+func TestSameJSONMemberwiseAgreesWithCanonical(t *testing.T) {
+	for _, c := range sameJSONSeeds {
+		for _, p := range [][2]string{c, {c[1], c[0]}, {c[0], c[0]}} {
+			a, b := []byte(p[0]), []byte(p[1])
+			if bytes.Equal(a, b) {
+				continue
+			}
+			if got, want := sameValue(a, b), canonicallySame(a, b); got != want {
+				t.Errorf("sameValue(%s, %s) = %v, canonical form says %v", a, b, got, want)
+			}
+		}
+	}
+}
+
+func FuzzSameJSON(f *testing.F) {
+	for _, c := range sameJSONSeeds {
+		f.Add(c[0], c[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if a == b {
+			return
+		}
+		if got, want := sameValue([]byte(a), []byte(b)), canonicallySame([]byte(a), []byte(b)); got != want {
+			t.Errorf("sameValue(%q, %q) = %v, canonical form says %v", a, b, got, want)
+		}
+	})
+}
