@@ -462,9 +462,16 @@ func BoundNode(o *object.Object) string {
 
 // BoundNodeIndex files a pod under the node it is bound to, none while
 // unbound: the index by node that the scheduler and the controllers keep
-// (a reconcile.IndexFunc), read as BoundNode reads it.
-func BoundNodeIndex(o *object.Object) []string {
-	if n := BoundNode(o); n != "" {
+// (a reconcile.ValueIndexFunc). The node is read from the pod as decoded
+// (PodAfter, PodPhaseAfter) when value is that, else as BoundNode reads it.
+func BoundNodeIndex(o *object.Object, value any) []string {
+	n := ""
+	if p, ok := value.(*Pod); ok && p != nil && p.Object == o {
+		n = p.Spec.NodeName
+	} else {
+		n = BoundNode(o)
+	}
+	if n != "" {
 		return []string{n}
 	}
 	return nil

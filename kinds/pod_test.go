@@ -32,12 +32,17 @@ func TestBoundNode(t *testing.T) {
 		if tc.want != "" && (json.Unmarshal(o.Spec, &spec) != nil || spec.NodeName != tc.want) {
 			t.Errorf("the spec %s decodes to node %q, BoundNode says %q", tc.spec, spec.NodeName, tc.want)
 		}
-		// The index files a bound pod under its node, an unbound one nowhere.
-		if got := kinds.BoundNodeIndex(o); (tc.want == "") != (got == nil) || tc.want != "" && !slices.Equal(got, []string{tc.want}) {
-			t.Errorf("BoundNodeIndex(%s) = %q, want it under %q", tc.spec, got, tc.want)
+		// The index files a bound pod under its node, an unbound one
+		// nowhere: read from the spec, from the pod as decoded, and from
+		// the spec again when the value decoded is another object's.
+		stale := &kinds.Pod{Object: &object.Object{}, Spec: kinds.PodSpec{NodeName: "stale"}}
+		for what, v := range map[string]any{"none": nil, "decoded": kinds.PodAfter(o, nil, nil), "another's": stale} {
+			if got := kinds.BoundNodeIndex(o, v); (tc.want == "") != (got == nil) || tc.want != "" && !slices.Equal(got, []string{tc.want}) {
+				t.Errorf("BoundNodeIndex(%s) with %s value = %q, want it under %q", tc.spec, what, got, tc.want)
+			}
 		}
 	}
-	if kinds.BoundNode(nil) != "" || kinds.BoundNodeIndex(nil) != nil {
+	if kinds.BoundNode(nil) != "" || kinds.BoundNodeIndex(nil, nil) != nil {
 		t.Error("a nil pod is bound")
 	}
 }

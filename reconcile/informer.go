@@ -42,6 +42,11 @@ func (c Change) Object() *object.Object {
 // IndexFunc returns the index values of an object.
 type IndexFunc func(*object.Object) []string
 
+// ValueIndexFunc returns the index values of an object from its decoded
+// form too (nil when the informer has no decoder or it failed), for an
+// index over what the decoder has read already.
+type ValueIndexFunc func(o *object.Object, value any) []string
+
 // Informer is a cache of one kind, kept by a single watch that lists and
 // then follows every change. Objects it returns are shared: callers must
 // Clone before changing one.
@@ -60,7 +65,7 @@ type Informer struct {
 	// watch said it had caught up.
 	delivered uint64
 	synced    bool
-	indexers  map[string]IndexFunc
+	indexers  map[string]ValueIndexFunc
 	indexes   map[string]map[string]map[string]struct{}
 	handlers  []func(Change)
 	revMoved  chan struct{} // closed and replaced whenever rev moves
@@ -81,7 +86,7 @@ func (i *Informer) Run(ctx context.Context) { i.run(ctx) }
 func newInformer(kind Kind, store *bus.Store, log *slog.Logger) *Informer {
 	return &Informer{
 		kind: kind, store: store, log: log,
-		items: map[string]*object.Object{}, values: map[string]any{}, indexers: map[string]IndexFunc{},
+		items: map[string]*object.Object{}, values: map[string]any{}, indexers: map[string]ValueIndexFunc{},
 		indexes: map[string]map[string]map[string]struct{}{}, revMoved: make(chan struct{}), corrupt: map[string]bool{},
 	}
 }
@@ -103,6 +108,12 @@ func (i *Informer) Store() *bus.Store { return i.store }
 
 // AddIndex registers an index; call before the manager runs.
 func (i *Informer) AddIndex(name string, fn IndexFunc) {
+	i.AddValueIndex(name, func(o *object.Object, _ any) []string { return fn(o) })
+}
+
+// AddValueIndex registers an index computed with each object's decoded
+// form; call before the manager runs.
+func (i *Informer) AddValueIndex(name string, fn ValueIndexFunc) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if _, ok := i.indexers[name]; ok {
@@ -111,7 +122,7 @@ func (i *Informer) AddIndex(name string, fn IndexFunc) {
 	i.indexers[name] = fn
 	i.indexes[name] = map[string]map[string]struct{}{}
 	for k, o := range i.items {
-		i.indexAdd(name, k, fn(o))
+		i.indexAdd(name, k, fn(o, i.values[k]))
 	}
 }
 
@@ -281,14 +292,14 @@ func (i *Informer) indexRemove(name, key string, vals []string) {
 
 // reindex moves key from old's index values to o's (either nil for none),
 // touching no set when they are the same, as for most changes.
-func (i *Informer) reindex(key string, old, o *object.Object) {
+func (i *Informer) reindex(key string, old, o *object.Object, oldValue, value any) {
 	for name, fn := range i.indexers {
 		var before, after []string
 		if old != nil {
-			before = fn(old)
+			before = fn(old, oldValue)
 		}
 		if o != nil {
-			after = fn(o)
+			after = fn(o, value)
 		}
 		if slices.Equal(before, after) {
 			continue
@@ -317,14 +328,14 @@ func (i *Informer) apply(ev bus.Event, delivered bool) (Change, bool) {
 		i.delivered = max(i.delivered, ev.Revision)
 	}
 	if gone {
-		i.reindex(ev.Key, old, nil)
+		i.reindex(ev.Key, old, nil, oldValue, nil)
 		delete(i.items, ev.Key)
 		delete(i.values, ev.Key)
 		if old == nil {
 			ch.Old = ev.Object
 		}
 	} else {
-		i.reindex(ev.Key, old, ev.Object)
+		i.reindex(ev.Key, old, ev.Object, oldValue, ch.NewValue)
 		i.items[ev.Key] = ev.Object
 		ch.New = ev.Object
 		if decode != nil {

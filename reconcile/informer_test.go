@@ -79,7 +79,9 @@ func TestDecoderSeesThePreviousVersion(t *testing.T) {
 }
 
 // An index follows each change of its values, and a change that leaves
-// them alone leaves the object where it was.
+// them alone leaves the object where it was; an index over the decoded
+// form follows it alike, handed each version's form as it is filed and
+// as it is taken out.
 func TestIndexFollowsChanges(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -92,12 +94,19 @@ func TestIndexFollowsChanges(t *testing.T) {
 		}
 		return nil
 	})
+	inf.SetDecoder(reconcile.DecodeEach(func(o *object.Object) any { return "form:" + o.Metadata.Labels["color"] }))
+	inf.AddValueIndex("decoded color", func(o *object.Object, v any) []string {
+		if c, _ := v.(string); c != "form:" {
+			return []string{c}
+		}
+		return nil
+	})
 	done := make(chan struct{})
 	go func() { defer close(done); inf.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	keys := func(color string) []string {
+	keys := func(index, color string) []string {
 		var out []string
-		for _, o := range inf.ByIndex("color", color) {
+		for _, o := range inf.ByIndex(index, color) {
 			out = append(out, o.Metadata.Name)
 		}
 		slices.Sort(out)
@@ -109,8 +118,11 @@ func TestIndexFollowsChanges(t *testing.T) {
 			o, ok := inf.Get(widget("w").Key())
 			return (rev == "" && !ok) || (ok && o.Metadata.ResourceVersion == rev)
 		})
-		if r, b := keys("red"), keys("blue"); !slices.Equal(r, red) || !slices.Equal(b, blue) {
+		if r, b := keys("color", "red"), keys("color", "blue"); !slices.Equal(r, red) || !slices.Equal(b, blue) {
 			t.Fatalf("%s: red %v, blue %v; want %v, %v", what, r, b, red, blue)
+		}
+		if r, b := keys("decoded color", "form:red"), keys("decoded color", "form:blue"); !slices.Equal(r, red) || !slices.Equal(b, blue) {
+			t.Fatalf("%s: by the decoded form red %v, blue %v; want %v, %v", what, r, b, red, blue)
 		}
 	}
 	w := widget("w")

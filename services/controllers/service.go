@@ -348,7 +348,7 @@ func (s *Service) setupGC(ctx context.Context) error {
 func (s *Service) setupNodeLifecycle(ctx context.Context) error {
 	nKind := s.kind("", "nodes")
 	pods := s.mgr.Informer(s.kind("", "pods"))
-	pods.AddIndex(byNode, kinds.BoundNodeIndex)
+	pods.AddValueIndex(byNode, kinds.BoundNodeIndex)
 	ev, err := s.mgr.Recorder(ctx, "node-lifecycle-controller")
 	if err != nil {
 		return err

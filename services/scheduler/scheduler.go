@@ -146,7 +146,7 @@ func (s *Service) setup(ctx context.Context) error {
 		return kinds.DerivesPods(n)
 	}, s.log)
 	s.pods.SetDecoder(kinds.PodPhaseAfter)
-	s.pods.AddIndex(byNode, kinds.BoundNodeIndex)
+	s.pods.AddValueIndex(byNode, kinds.BoundNodeIndex)
 	s.pods.OnChange(s.onPod)
 	s.nodes.OnChange(s.onNode)
 	return nil
