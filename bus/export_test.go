@@ -77,3 +77,19 @@ func SharedWatchers(stream, reason string) (serving, alone float64) {
 func WritesCounted(label string) float64 {
 	return testutil.ToFloat64(storeWrites.WithLabelValues(label))
 }
+
+// StoredForTest is a key's latest stored bytes and the layout header
+// they carry.
+func StoredForTest(ctx context.Context, s *Store, key string) ([]byte, string, error) {
+	m, err := s.lastLive(ctx, key)
+	if err != nil {
+		return nil, "", err
+	}
+	return m.data, m.header.Get(headerLayout), nil
+}
+
+// PublishWithLayoutForTest writes data to key over revision expect, with
+// layout as its layout header.
+func PublishWithLayoutForTest(ctx context.Context, s *Store, key string, data []byte, expect uint64, layout string) (uint64, error) {
+	return s.publish(ctx, key, data, expect, nats.Header{headerLayout: []string{layout}})
+}

@@ -32,6 +32,9 @@ const (
 	// context holds, so that the author can pass over its own write when
 	// it comes back (Event.StatusBy).
 	headerBy = "Homeostat-Status-By"
+	// headerLayout says where a value's parts lie in it (object.Layout),
+	// so that its readers decode its metadata alone.
+	headerLayout = "Homeostat-Layout"
 	// subresourceStatus names a write of the status alone to a field
 	// tracker, as the status subresource would take it.
 	subresourceStatus = "status"
@@ -120,11 +123,17 @@ func Revision(rv string) (uint64, error) {
 // decode reads a stored value as the object of key. A value that is not
 // one (undecodable, null, naming another object or kind) is a
 // *CorruptError: nothing above the bus ever sees it as an object.
-func (s *Store) decode(key string, data []byte, rev uint64) (*object.Object, error) {
+func (s *Store) decode(key string, data []byte, rev uint64, hdr nats.Header) (*object.Object, error) {
 	bad := func(format string, args ...any) error {
 		return &CorruptError{Resource: s.spec.Resource, Key: key, Revision: rev, Reason: fmt.Sprintf(format, args...)}
 	}
-	o, err := object.Decode(data)
+	var o *object.Object
+	var err error
+	if l := hdr.Get(headerLayout); l != "" {
+		o, err = object.DecodeLayout(data, object.ParseLayout(l))
+	} else {
+		o, err = object.Decode(data)
+	}
 	if err != nil {
 		return nil, bad("not JSON: %v", err)
 	}
@@ -144,10 +153,30 @@ func (s *Store) decode(key string, data []byte, rev uint64) (*object.Object, err
 	return o, nil
 }
 
-func encode(o *object.Object) ([]byte, error) {
+// stored is an object's stored form, and where its parts lie in it.
+type stored struct {
+	data   []byte
+	layout string
+}
+
+func encode(o *object.Object) (stored, error) {
 	c := *o
 	c.Metadata.ResourceVersion = ""
-	return object.Encode(&c)
+	b, l, err := object.EncodeLayout(&c)
+	return stored{data: b, layout: l.String()}, err
+}
+
+// header makes the headers of a write of st: its layout's, and those
+// given as pairs of name and value.
+func (st stored) header(pairs ...string) nats.Header {
+	h := make(nats.Header, 1+len(pairs)/2)
+	if st.layout != "" {
+		h[headerLayout] = []string{st.layout}
+	}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		h[pairs[i]] = []string{pairs[i+1]}
+	}
+	return h
 }
 
 // Get reads the latest version of a key from the stream's leader, so that
@@ -157,7 +186,7 @@ func (s *Store) Get(ctx context.Context, key string) (*object.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.decode(key, m.data, m.seq)
+	return s.decode(key, m.data, m.seq, m.header)
 }
 
 // Raw reads the stored bytes of a key and their revision, whether or not
@@ -232,19 +261,18 @@ func (s *Store) Create(ctx context.Context, o *object.Object) (*object.Object, e
 	n.Metadata.DeletionTimestamp = nil
 	n.Metadata.DeletionGracePeriodSeconds = nil
 	n = track(ctx, "", nil, n)
-	data, err := encode(n)
+	st, err := encode(n)
 	if err != nil {
 		return nil, err
 	}
 	key := n.Key()
-	hdr := nats.Header{HeaderOp: []string{opCreate}}
-	rev, err := s.publish(ctx, key, data, 0, hdr)
+	rev, err := s.publish(ctx, key, st.data, 0, st.header(HeaderOp, opCreate))
 	if errors.Is(err, ErrConflict) {
 		// The key has a history: reuse it only if its last entry is a tombstone.
 		var last uint64
 		last, err = s.tombstoneRevision(ctx, key, nil)
 		if err == nil {
-			rev, err = s.publish(ctx, key, data, last, nats.Header{HeaderOp: []string{opCreate}})
+			rev, err = s.publish(ctx, key, st.data, last, st.header(HeaderOp, opCreate))
 		}
 		if errors.Is(err, ErrConflict) {
 			err = ErrAlreadyExists
@@ -266,11 +294,11 @@ func (s *Store) createOver(ctx context.Context, n *object.Object, a *Authority) 
 	if err != nil {
 		return nil, err
 	}
-	data, err := encode(n)
+	st, err := encode(n)
 	if err != nil {
 		return nil, err
 	}
-	rev, err := s.publish(ctx, n.Key(), data, last, nats.Header{HeaderOp: []string{opCreate}})
+	rev, err := s.publish(ctx, n.Key(), st.data, last, st.header(HeaderOp, opCreate))
 	if errors.Is(err, ErrConflict) {
 		return nil, fmt.Errorf("%s %q: %w", s.spec.Resource, n.Key(), ErrAlreadyExists)
 	}
@@ -357,20 +385,20 @@ func (s *Store) Update(ctx context.Context, o *object.Object, opts UpdateOptions
 	if sameSpec && unchanged(cur, n) {
 		return cur, nil
 	}
-	data, err := encode(n)
+	st, err := encode(n)
 	if err != nil {
 		return nil, err
 	}
-	var hdr nats.Header
+	hdr := st.header()
 	var by *Author
 	verb := VerbUpdated
 	if sub == subresourceStatus {
-		hdr, verb = nats.Header{HeaderOp: []string{opStatus}}, VerbUpdatedStatus
+		hdr[HeaderOp], verb = []string{opStatus}, VerbUpdatedStatus
 		if by = authorOf(ctx, s.spec.Resource, key); by != nil {
 			hdr[headerBy] = []string{by.name}
 		}
 	}
-	nrev, err := s.publish(ctx, key, data, rev, hdr)
+	nrev, err := s.publish(ctx, key, st.data, rev, hdr)
 	if err != nil {
 		return nil, fmt.Errorf("%s %q: %w", s.spec.Resource, key, err)
 	}
@@ -408,12 +436,11 @@ func (s *Store) remove(ctx context.Context, o *object.Object, rev uint64) (*obje
 		t := s.now().UTC().Truncate(time.Second)
 		n.Metadata.DeletionTimestamp = &t
 	}
-	data, err := encode(n)
+	st, err := encode(n)
 	if err != nil {
 		return nil, err
 	}
-	hdr := nats.Header{kvOp: []string{kvDel}}
-	nrev, err := s.publish(ctx, n.Key(), data, rev, hdr)
+	nrev, err := s.publish(ctx, n.Key(), st.data, rev, st.header(kvOp, kvDel))
 	if err != nil {
 		return nil, fmt.Errorf("%s %q: %w", s.spec.Resource, n.Key(), err)
 	}
@@ -523,11 +550,11 @@ func (s *Store) deleteOnce(ctx context.Context, cur *object.Object, opts DeleteO
 
 // republish writes n over revision rev of a deleting object.
 func (s *Store) republish(ctx context.Context, n *object.Object, rev uint64) (*object.Object, bool, error) {
-	data, err := encode(n)
+	st, err := encode(n)
 	if err != nil {
 		return nil, false, err
 	}
-	nrev, err := s.publish(ctx, n.Key(), data, rev, nil)
+	nrev, err := s.publish(ctx, n.Key(), st.data, rev, st.header())
 	if err != nil {
 		return nil, false, fmt.Errorf("%s %q: %w", s.spec.Resource, n.Key(), err)
 	}
@@ -573,14 +600,14 @@ func (s *Store) CreateMany(ctx context.Context, objs []*object.Object, opts Crea
 		n.Metadata.Generation = 1
 		n.Metadata.DeletionTimestamp, n.Metadata.DeletionGracePeriodSeconds = nil, nil
 		n = track(ctx, "", nil, n)
-		data, err := encode(n)
+		st, err := encode(n)
 		if err != nil {
 			errs[i] = err
 			continue
 		}
-		hdr := nats.Header{HeaderOp: []string{opCreate}}
+		hdr := st.header(HeaderOp, opCreate)
 		injectTrace(ctx, hdr)
-		msg := &nats.Msg{Subject: s.subjPrefix + n.Key(), Header: hdr, Data: data}
+		msg := &nats.Msg{Subject: s.subjPrefix + n.Key(), Header: hdr, Data: st.data}
 		f, err := s.conn.js.PublishMsgAsync(msg, jetstream.WithExpectLastSequencePerSubject(0), jetstream.WithStallWait(tryTimeout))
 		if err != nil {
 			errs[i] = translate(err)

@@ -240,13 +240,13 @@ func (s *Store) toEvent(m rawMsg, live bool) Event {
 		// A delete's last state, when it carries one, is told if it
 		// decodes; the delete stands either way.
 		if len(data) > 0 {
-			if o, err := s.decode(ev.Key, data, m.seq); err == nil {
+			if o, err := s.decode(ev.Key, data, m.seq, m.header); err == nil {
 				ev.Object = o
 			}
 		}
 		return ev
 	}
-	o, err := s.decode(ev.Key, data, m.seq)
+	o, err := s.decode(ev.Key, data, m.seq, m.header)
 	if err != nil {
 		ev.Type, ev.Err = Corrupt, err
 		return ev

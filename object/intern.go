@@ -1,6 +1,7 @@
 package object
 
 import (
+	"bytes"
 	varint "encoding/binary"
 	stdjson "encoding/json"
 	"slices"
@@ -106,6 +107,18 @@ func (s *internShards[V]) shard(key []byte) *internTable[V] { return &s[len(key)
 // that an append to a shared value copies it.
 func intern(s *internShards[stdjson.RawMessage], b stdjson.RawMessage) stdjson.RawMessage {
 	return internIn(s.shard(b), b)
+}
+
+// internCopy is intern of a copy of b, made only when none is kept: b
+// may be part of a larger buffer the caller does not give up.
+func internCopy(s *internShards[stdjson.RawMessage], b []byte) stdjson.RawMessage {
+	t := s.shard(b)
+	if len(b) <= t.maxValue {
+		if kept, ok := t.kept(b); ok {
+			return kept
+		}
+	}
+	return internIn(t, bytes.Clone(b))
 }
 
 func internIn(t *internTable[stdjson.RawMessage], b stdjson.RawMessage) stdjson.RawMessage {
