@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -92,8 +92,17 @@ func (r *Recorder) CorruptObject(ctx context.Context, k Kind, key string, err er
 // that the events of one object are read without the others'
 // (bus.ListOptions.Under).
 func eventName(ref kinds.ObjectReference, typ, reason string) (ns, name string) {
-	h := fnv.New64a()
-	fmt.Fprintf(h, "%s/%s/%s/%s/%s", ref.UID, ref.Kind, ref.Name, typ, reason)
+	// FNV-1a of "uid/kind/name/type/reason", made without fmt: a
+	// scheduler names an event for every pod it binds.
+	h := uint64(fnvOffset)
+	for i, part := range [...]string{ref.UID, ref.Kind, ref.Name, typ, reason} {
+		if i > 0 {
+			h = (h ^ '/') * fnvPrime
+		}
+		for j := 0; j < len(part); j++ {
+			h = (h ^ uint64(part[j])) * fnvPrime
+		}
+	}
 	base := ref.Name
 	if len(base) > 253-17 {
 		base = strings.TrimRight(base[:253-17], ".-")
@@ -102,8 +111,15 @@ func eventName(ref kinds.ObjectReference, typ, reason string) (ns, name string) 
 	if ns == "" {
 		ns = "default"
 	}
-	return ns, fmt.Sprintf("%s.%016x", base, h.Sum64())
+	hex := strconv.FormatUint(h, 16)
+	return ns, base + "." + strings.Repeat("0", 16-len(hex)) + hex
 }
+
+// The 64-bit FNV-1a offset basis and prime.
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
 
 // Event records that something happened to o.
 func (r *Recorder) Event(ctx context.Context, o *object.Object, typ, reason, format string, args ...any) {

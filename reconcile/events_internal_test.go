@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"hash/fnv"
 	"strings"
 	"testing"
 
@@ -44,5 +45,34 @@ func TestAggregate(t *testing.T) {
 		agg.spec.LastTimestamp != "2026-11-25T12:00:07Z" ||
 		!strings.HasPrefix(agg.spec.Message, "8 pods (web-7d9f-0, web-7d9f-1, web-7d9f-2, …), the latest: Successfully assigned default/web-7d9f-7") {
 		t.Fatalf("the ReplicaSet's event: %+v (all: %v)", agg, about)
+	}
+}
+
+// TestEventNames: an event's name is its object's name and a hash of what
+// it is about, the same from one release to the next, so that a restarted
+// recorder folds into the events it wrote before.
+func TestEventNames(t *testing.T) {
+	for _, tc := range []struct {
+		ref      kinds.ObjectReference
+		ns, name string
+	}{
+		{kinds.ObjectReference{Kind: "Pod", Name: "web-7d9f-0", Namespace: "default", UID: "u1"}, "default", "web-7d9f-0.c109a848fe599650"},
+		{kinds.ObjectReference{Kind: "Node", Name: "n1"}, "default", "n1.a32ef3d100628aca"},
+		{kinds.ObjectReference{Kind: "ReplicaSet", Name: strings.Repeat("a", 250) + "-.x", Namespace: "ns", UID: "é"}, "ns", strings.Repeat("a", 236) + ".dc347cf39ba50ef6"},
+	} {
+		if ns, name := eventName(tc.ref, kinds.EventWarning, "BackOff"); ns != tc.ns || name != tc.name {
+			t.Errorf("%s %s: named %s/%s, want %s/%s", tc.ref.Kind, tc.ref.Name, ns, name, tc.ns, tc.name)
+		}
+	}
+	// The hash is hash/fnv's, written as sixteen hex digits (some of
+	// them leading zeros).
+	for i := range 2000 {
+		ref := kinds.ObjectReference{Kind: "Pod", Name: fmt.Sprintf("p-%d", i), Namespace: "default", UID: fmt.Sprintf("u%d", i)}
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%s/%s/%s/%s/%s", ref.UID, ref.Kind, ref.Name, kinds.EventNormal, "Scheduled")
+		want := fmt.Sprintf("%s.%016x", ref.Name, h.Sum64())
+		if _, name := eventName(ref, kinds.EventNormal, "Scheduled"); name != want {
+			t.Fatalf("named %s, want %s", name, want)
+		}
 	}
 }
