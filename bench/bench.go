@@ -493,22 +493,22 @@ func watchPods(ctx context.Context, conn *bus.Conn) (*podWatch, error) {
 			if ev.Raw == nil || ev.Type == bus.Deleted {
 				continue
 			}
-			p, err := readProgress(ev.Raw)
+			p, err := readProgress(ev.Raw, ev.Layout)
 			if err != nil {
 				continue
 			}
 			now := time.Now()
-			uid := p.Metadata.UID
+			key := ev.Key
 			w.mu.Lock()
 			w.lags = append(w.lags, now.Sub(ev.Time))
-			if _, ok := w.created[uid]; !ok {
-				w.created[uid] = now
+			if _, ok := w.created[key]; !ok {
+				w.created[key] = now
 			}
-			if _, ok := w.bound[uid]; !ok && p.Spec.NodeName != "" {
-				w.bound[uid] = now
+			if _, ok := w.bound[key]; !ok && p.Spec.NodeName != "" {
+				w.bound[key] = now
 			}
-			if _, ok := w.running[uid]; !ok && p.runningReady() {
-				w.running[uid] = now
+			if _, ok := w.running[key]; !ok && p.runningReady() {
+				w.running[key] = now
 				w.last = now
 			}
 			w.mu.Unlock()
@@ -546,8 +546,8 @@ func (w *podWatch) waitAll(ctx context.Context, n int, timeout time.Duration, pr
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	lat := make([]time.Duration, 0, len(w.running))
-	for uid, r := range w.running {
-		lat = append(lat, r.Sub(w.created[uid]))
+	for key, r := range w.running {
+		lat = append(lat, r.Sub(w.created[key]))
 	}
 	return lat, w.last, nil
 }
@@ -606,17 +606,17 @@ func (w *podWatch) stages(start time.Time) Stages {
 	return st
 }
 
-// stagesOf is the stages of the pods that run, by uid. A pod whose bind
+// stagesOf is the stages of the pods that run, by key. A pod whose bind
 // the watch saw only with its Running status counts as bound then.
 func stagesOf(start time.Time, created, bound, running map[string]time.Time) Stages {
 	var st Stages
 	var binds, starts []time.Duration
-	for uid, r := range running {
-		c := created[uid]
+	for key, r := range running {
+		c := created[key]
 		if len(binds) == 0 || c.Sub(start) < st.FirstCreated {
 			st.FirstCreated = c.Sub(start)
 		}
-		b, ok := bound[uid]
+		b, ok := bound[key]
 		if !ok {
 			b = r
 		}

@@ -8,14 +8,12 @@ import (
 	"github.com/homeostat/homeostat/object"
 )
 
-// podProgress is what the bench's watch reads of a pod: which pod, its
-// node once bound, and whether it runs ready. It is read from the stored
-// JSON, every other member skipped undecoded: the bench's watch should
-// cost the machine it measures as little as it can.
+// podProgress is what the bench's watch reads of a pod: its node once
+// bound, and whether it runs ready (which pod is its key: a run's store
+// is new, and no pod is made twice under one name). It is read from the
+// stored JSON, every other member skipped undecoded: the bench's watch
+// should cost the machine it measures as little as it can.
 type podProgress struct {
-	Metadata struct {
-		UID string `json:"uid"`
-	} `json:"metadata"`
 	Spec struct {
 		NodeName string `json:"nodeName"`
 	} `json:"spec"`
@@ -28,12 +26,27 @@ type podProgress struct {
 	} `json:"status"`
 }
 
-// readProgress reads a pod's progress from its stored JSON. Names are
-// not checked for duplicates: the store holds what the API validated.
-func readProgress(raw []byte) (podProgress, error) {
+// readProgress reads a pod's progress from its stored JSON: its spec and
+// status alone when its layout fits (the metadata, half of a pod, left
+// unread), else the whole. Names are not checked for duplicates: the
+// store holds what the API validated.
+func readProgress(raw []byte, l object.Layout) (podProgress, error) {
 	var p podProgress
-	err := json.Unmarshal(raw, &p, jsontext.AllowDuplicateNames(true))
-	return p, err
+	spec, status, ok := l.Parts(raw)
+	if !ok {
+		return p, json.Unmarshal(raw, &p, jsontext.AllowDuplicateNames(true))
+	}
+	if spec != nil {
+		if err := json.Unmarshal(spec, &p.Spec, jsontext.AllowDuplicateNames(true)); err != nil {
+			return p, err
+		}
+	}
+	if status != nil {
+		if err := json.Unmarshal(status, &p.Status, jsontext.AllowDuplicateNames(true)); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
 }
 
 // runningReady says whether the pod runs and is ready.

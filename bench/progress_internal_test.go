@@ -9,7 +9,8 @@ import (
 )
 
 // TestReadProgress: the bench's watch reads from a pod's stored JSON the
-// same uid, node and readiness as the full decoding does.
+// same node and readiness as the full decoding does, by the value's
+// layout and without it.
 func TestReadProgress(t *testing.T) {
 	spec := func(node string) string {
 		s := `{"containers":[{"name":"web","image":"nginx","ports":[{"containerPort":80}],"env":[{"name":"nodeName","value":"decoy"}]}],"restartPolicy":"Always"`
@@ -41,23 +42,29 @@ func TestReadProgress(t *testing.T) {
 			if tc.status != "" {
 				o.Status = json.RawMessage(tc.status)
 			}
-			raw, err := object.Encode(o)
+			raw, l, err := object.EncodeLayout(o)
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := readProgress(raw)
-			if err != nil {
-				t.Fatal(err)
+			if l == (object.Layout{}) {
+				t.Fatal("no layout")
 			}
-			if p.Metadata.UID != "uid-1" || (p.Spec.NodeName != "") != tc.bound || p.Spec.NodeName != kinds.BoundNode(o) {
-				t.Fatalf("read uid %q node %q, want uid-1 and the node %q", p.Metadata.UID, p.Spec.NodeName, kinds.BoundNode(o))
-			}
-			if p.runningReady() != tc.ready {
-				t.Fatalf("running and ready: %v, want %v", p.runningReady(), tc.ready)
+			// Read by its layout, and whole (as a value written without one).
+			for _, l := range []object.Layout{l, {}} {
+				p, err := readProgress(raw, l)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if (p.Spec.NodeName != "") != tc.bound || p.Spec.NodeName != kinds.BoundNode(o) {
+					t.Fatalf("layout %v: read node %q, want the node %q", l, p.Spec.NodeName, kinds.BoundNode(o))
+				}
+				if p.runningReady() != tc.ready {
+					t.Fatalf("layout %v: running and ready: %v, want %v", l, p.runningReady(), tc.ready)
+				}
 			}
 		})
 	}
-	if _, err := readProgress([]byte(`{"metadata":`)); err == nil {
+	if _, err := readProgress([]byte(`{"metadata":`), object.Layout{}); err == nil {
 		t.Fatal("a cut value was read")
 	}
 }

@@ -74,7 +74,7 @@ func (s *Store) tombstoneFence(m *storedMsg) (owner string, gen int64) {
 		gen, _ = strconv.ParseInt(g, 10, 64)
 		return owner, gen
 	}
-	o, err := s.decode(m.subject[len(s.subjPrefix):], m.data, m.seq, m.header)
+	o, err := s.decode(m.subject[len(s.subjPrefix):], m.data, m.seq, layoutIn(m.header))
 	if err != nil {
 		return "", 0
 	}
@@ -87,7 +87,7 @@ func (s *Store) deletedObject(m *storedMsg) *object.Object {
 	if m == nil || !m.tombstone() || len(m.data) == 0 || m.header.Get(HeaderOp) == opFence {
 		return nil
 	}
-	o, err := s.decode(m.subject[len(s.subjPrefix):], m.data, m.seq, m.header)
+	o, err := s.decode(m.subject[len(s.subjPrefix):], m.data, m.seq, layoutIn(m.header))
 	if err != nil {
 		return nil
 	}
@@ -142,7 +142,7 @@ func (s *Store) Fence(ctx context.Context, key string, owner object.OwnerReferen
 		case err != nil:
 			return nil, fmt.Errorf("%s %q: %w", s.spec.Resource, key, err)
 		case !m.tombstone():
-			o, err := s.decode(key, m.data, m.seq, m.header)
+			o, err := s.decode(key, m.data, m.seq, layoutIn(m.header))
 			if err != nil {
 				return nil, err
 			}

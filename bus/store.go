@@ -123,14 +123,14 @@ func Revision(rv string) (uint64, error) {
 // decode reads a stored value as the object of key. A value that is not
 // one (undecodable, null, naming another object or kind) is a
 // *CorruptError: nothing above the bus ever sees it as an object.
-func (s *Store) decode(key string, data []byte, rev uint64, hdr nats.Header) (*object.Object, error) {
+func (s *Store) decode(key string, data []byte, rev uint64, l object.Layout) (*object.Object, error) {
 	bad := func(format string, args ...any) error {
 		return &CorruptError{Resource: s.spec.Resource, Key: key, Revision: rev, Reason: fmt.Sprintf(format, args...)}
 	}
 	var o *object.Object
 	var err error
-	if l := hdr.Get(headerLayout); l != "" {
-		o, err = object.DecodeLayout(data, object.ParseLayout(l))
+	if l != (object.Layout{}) {
+		o, err = object.DecodeLayout(data, l)
 	} else {
 		o, err = object.Decode(data)
 	}
@@ -166,6 +166,14 @@ func encode(o *object.Object) (stored, error) {
 	return stored{data: b, layout: l.String()}, err
 }
 
+// layoutIn is the layout a message's header gives (zero for none).
+func layoutIn(h nats.Header) object.Layout {
+	if l := h.Get(headerLayout); l != "" {
+		return object.ParseLayout(l)
+	}
+	return object.Layout{}
+}
+
 // header makes the headers of a write of st: its layout's, and those
 // given as pairs of name and value.
 func (st stored) header(pairs ...string) nats.Header {
@@ -186,7 +194,7 @@ func (s *Store) Get(ctx context.Context, key string) (*object.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.decode(key, m.data, m.seq, m.header)
+	return s.decode(key, m.data, m.seq, layoutIn(m.header))
 }
 
 // Raw reads the stored bytes of a key and their revision, whether or not

@@ -44,6 +44,9 @@ type Event struct {
 	// Raw is the stored value, undecoded, for a watch that asked for it
 	// (WatchOptions.Raw); nil for a bare delete.
 	Raw []byte
+	// Layout is where Raw's parts lie, as its writer said (zero when it
+	// did not): a reader that needs only a part reads it alone.
+	Layout object.Layout
 	// StatusBy is, for a change of the status alone read live (after
 	// Synced, or anything a resumed watch reads), the name of the Author
 	// its writer's context held; "" otherwise.
@@ -240,13 +243,13 @@ func (s *Store) toEvent(m rawMsg, live bool) Event {
 		// A delete's last state, when it carries one, is told if it
 		// decodes; the delete stands either way.
 		if len(data) > 0 {
-			if o, err := s.decode(ev.Key, data, m.seq, m.header); err == nil {
+			if o, err := s.decode(ev.Key, data, m.seq, ev.Layout); err == nil {
 				ev.Object = o
 			}
 		}
 		return ev
 	}
-	o, err := s.decode(ev.Key, data, m.seq, m.header)
+	o, err := s.decode(ev.Key, data, m.seq, ev.Layout)
 	if err != nil {
 		ev.Type, ev.Err = Corrupt, err
 		return ev
@@ -259,7 +262,8 @@ func (s *Store) toEvent(m rawMsg, live bool) Event {
 // A bare fence deletes nothing a watcher has seen: it carries no value,
 // so that clients pass over it.
 func (s *Store) rawEvent(m rawMsg, live bool) Event {
-	ev := Event{Key: m.subject[len(s.subjPrefix):], Revision: m.seq, Time: m.time, Trace: extractSpan(m.header), StatusBy: statusBy(m, live)}
+	ev := Event{Key: m.subject[len(s.subjPrefix):], Revision: m.seq, Time: m.time, Trace: extractSpan(m.header), StatusBy: statusBy(m, live),
+		Layout: layoutIn(m.header)}
 	switch {
 	case !isTombstone(m.header):
 		ev.Type, ev.Raw = eventType(m, live), m.data

@@ -84,11 +84,11 @@ func placeBefore(b []byte, end int, name string, raw []byte, at *[2]int) (int, b
 // the metadata is decoded, the rest taken as written. A layout that does
 // not fit data decodes it whole.
 func DecodeLayout(data []byte, l Layout) (*Object, error) {
+	// The head is decoded from a buffer used again: decoding keeps none
+	// of its bytes.
 	if !l.fits(data) {
 		return Decode(data)
 	}
-	// The head is decoded from a copy closed after the metadata, in a
-	// buffer used again: decoding keeps none of its bytes.
 	buf := heads.Get().(*[]byte)
 	b := append(append((*buf)[:0], data[:l.Head]...), '}', '}')
 	var o *decoding
@@ -108,6 +108,21 @@ func DecodeLayout(data []byte, l Layout) (*Object, error) {
 		o.Status = bytes.Clone(data[s[0]:s[1]])
 	}
 	return (*Object)(o), nil
+}
+
+// Parts returns the spec and status of data, encoded with layout l, as
+// slices of data (nil when absent); false when l does not fit data.
+func (l Layout) Parts(data []byte) (spec, status []byte, ok bool) {
+	if !l.fits(data) {
+		return nil, nil, false
+	}
+	if s := l.Spec; s[1] > 0 {
+		spec = data[s[0]:s[1]]
+	}
+	if s := l.Status; s[1] > 0 {
+		status = data[s[0]:s[1]]
+	}
+	return spec, status, true
 }
 
 var heads = sync.Pool{New: func() any { return new([]byte) }}
