@@ -10,10 +10,9 @@ import (
 // Layout says where an encoding by EncodeLayout holds its parts, so that
 // a reader that trusts its writer decodes the metadata alone and takes
 // the managed fields, spec and status as the bytes they are: reading
-// them was some three fifths of decoding a pod, and every process that
-// watches pods decodes each of their changes. The zero Layout says
-// nothing (an object with other top-level members), and a reader decodes
-// the whole.
+// them was about half of decoding a pod, and every process that watches
+// pods decodes each of their changes. The zero Layout says nothing, and
+// a reader decodes the whole.
 type Layout struct {
 	// Head is where the metadata's last member but the managed fields
 	// ends: the encoding up to it, closed with "}}", is an object of
@@ -23,7 +22,7 @@ type Layout struct {
 	ManagedFields, Spec, Status [2]int
 }
 
-// Partial members, in the order the encoding holds them.
+// What precedes each part, in the order the encoding holds them.
 const (
 	managedFieldsName = `,"managedFields":`
 	specName          = `,"spec":`
@@ -84,11 +83,11 @@ func placeBefore(b []byte, end int, name string, raw []byte, at *[2]int) (int, b
 // the metadata is decoded, the rest taken as written. A layout that does
 // not fit data decodes it whole.
 func DecodeLayout(data []byte, l Layout) (*Object, error) {
-	// The head is decoded from a buffer used again: decoding keeps none
-	// of its bytes.
 	if !l.fits(data) {
 		return Decode(data)
 	}
+	// The head is decoded from a buffer used again: decoding keeps none
+	// of its bytes.
 	buf := heads.Get().(*[]byte)
 	b := append(append((*buf)[:0], data[:l.Head]...), '}', '}')
 	var o *decoding
