@@ -9,8 +9,11 @@ import (
 )
 
 // podProgress is what the bench's watch reads of a pod: its node once
-// bound, and whether it runs ready (which pod is its key: a run's store
-// is new, and no pod is made twice under one name). It is read from the
+// bound, and whether it runs ready. Which pod is its key: a run's store
+// is new, and a name is made again only when a ReplicaSet replaces a pod
+// in its slot (one that failed or was evicted), which a run's pods on
+// simulated nodes do not; such a replacement would count from the first
+// pod of its name. It is read from the
 // stored JSON, every other member skipped undecoded: the bench's watch
 // should cost the machine it measures as little as it can.
 type podProgress struct {

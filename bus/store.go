@@ -122,7 +122,10 @@ func Revision(rv string) (uint64, error) {
 
 // decode reads a stored value as the object of key. A value that is not
 // one (undecodable, null, naming another object or kind) is a
-// *CorruptError: nothing above the bus ever sees it as an object.
+// *CorruptError: nothing above the bus ever sees it as an object. A
+// value read by its layout l has its metadata decoded and its other
+// parts checked only for where they lie: their writer, the bus, wrote
+// them valid.
 func (s *Store) decode(key string, data []byte, rev uint64, l object.Layout) (*object.Object, error) {
 	bad := func(format string, args ...any) error {
 		return &CorruptError{Resource: s.spec.Resource, Key: key, Revision: rev, Reason: fmt.Sprintf(format, args...)}

@@ -44,8 +44,9 @@ type Event struct {
 	// Raw is the stored value, undecoded, for a watch that asked for it
 	// (WatchOptions.Raw); nil for a bare delete.
 	Raw []byte
-	// Layout is where Raw's parts lie, as its writer said (zero when it
-	// did not): a reader that needs only a part reads it alone.
+	// Layout is where the stored value's parts lie, as its writer said
+	// (zero when it did not): a reader of Raw that needs only a part
+	// reads it alone.
 	Layout object.Layout
 	// StatusBy is, for a change of the status alone read live (after
 	// Synced, or anything a resumed watch reads), the name of the Author

@@ -22,17 +22,25 @@ func SameJSON(a, b stdjson.RawMessage) bool {
 }
 
 // sameValue compares two JSON values that differ in their bytes. Two
-// objects are compared member by member, so that what they share byte
-// for byte (a pod's containers, when a bind adds its node) is only
-// scanned; the rest in canonical form (RFC 8785: members sorted, numbers
-// and strings spelled one way), where equal values have equal bytes.
-// What canonical form cannot read (duplicate names, invalid UTF-8)
-// compares by its bytes. Integers keep their digits, so two beyond 2^53
-// that a float64 cannot tell apart still differ.
+// objects are compared member by member at their top level, so that
+// what they share byte for byte (a pod's containers, when a bind adds
+// its node) is only scanned; members that differ, and values that are
+// not objects, in canonical form. Below the top level canonical form
+// alone: comparing member by member there would read a deep value once
+// a level.
 func sameValue(a, b []byte) bool {
 	if same, ok := sameMembers(a, b); ok {
 		return same
 	}
+	return sameCanonical(a, b)
+}
+
+// sameCanonical compares two values in canonical form (RFC 8785: members
+// sorted, numbers and strings spelled one way), where equal values have
+// equal bytes. What canonical form cannot read (duplicate names, invalid
+// UTF-8) compares by its bytes. Integers keep their digits, so two beyond
+// 2^53 that a float64 cannot tell apart still differ.
+func sameCanonical(a, b []byte) bool {
 	x, y := jsontext.Value(bytes.Clone(a)), jsontext.Value(bytes.Clone(b))
 	exact := jsontext.CanonicalizeRawInts(false)
 	if x.Canonicalize(exact) != nil || y.Canonicalize(exact) != nil {
@@ -68,25 +76,30 @@ func sameMembers(a, b []byte) (same, ok bool) {
 	if len(ma) != len(mb) {
 		return false, true // names are unique, so the sets differ
 	}
-	for _, x := range ma {
-		y, found := lookup(mb, x.name)
-		if !found {
-			return false, true
+	var byName map[string][]byte // made only when the orders differ
+	for i, x := range ma {
+		var y []byte
+		switch {
+		case bytes.Equal(mb[i].name, x.name): // the same order, as encodings have
+			y = mb[i].value
+		default:
+			if byName == nil {
+				byName = make(map[string][]byte, len(mb))
+				for _, m := range mb {
+					byName[string(m.name)] = m.value
+				}
+			}
+			v, found := byName[string(x.name)]
+			if !found {
+				return false, true
+			}
+			y = v
 		}
-		if !bytes.Equal(x.value, y) && !sameValue(x.value, y) {
+		if !bytes.Equal(x.value, y) && !sameCanonical(x.value, y) {
 			return false, true
 		}
 	}
 	return true, true
-}
-
-func lookup(ms []member, name []byte) ([]byte, bool) {
-	for _, m := range ms {
-		if bytes.Equal(m.name, name) {
-			return m.value, true
-		}
-	}
-	return nil, false
 }
 
 func firstByte(b []byte) byte {

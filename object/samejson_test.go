@@ -37,6 +37,9 @@ var sameJSONSeeds = [][2]string{
 	{`{"a":1`, `{"a":1}`},
 	{`[{"a":1,"b":2}]`, `[{"b":2,"a":1}]`},
 	{`{"containers":[{"name":"a"}],"nodeName":"n1"}`, `{"containers":[{"name":"a"}]}`},
+	{`{"a":1,"b":2,"c":3}`, `{"c":3,"a":1,"d":2}`},
+	{`{"a":{"b":{"c":{"d":1,"e":2}}}}`, `{"a":{"b":{"c":{"e":2,"d":1}}}}`},
+	{`{"a":{"b":{"c":{"d":1}}}}`, `{"a":{"b":{"c":{"d":2}}}}`},
 }
 
 // Comparing member by member decides as comparing whole documents in
