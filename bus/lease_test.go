@@ -96,3 +96,54 @@ func TestNodePodsIndex(t *testing.T) {
 		t.Fatalf("got %+v, want a removal of default.a", ev)
 	}
 }
+
+// AcquireFree takes a lease in one write where the caller's revision is
+// still the key's, and where it is not (written since, by anyone) does
+// what Acquire does: a held lease stays held, a free one or the caller's
+// own is taken.
+func TestLeaseAcquireFree(t *testing.T) {
+	ctx := context.Background()
+	l, err := bustest.Conn(t).Leases(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Never written: free at 0.
+	a, err := l.AcquireFree(ctx, "claim.k", "p1", time.Minute, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	freeAt, err := l.Release(ctx, a)
+	if err != nil || freeAt <= a.Revision {
+		t.Fatalf("release: revision %d %v, want one after %d", freeAt, err, a.Revision)
+	}
+	if _, err := l.Get(ctx, "claim.k"); !errors.Is(err, bus.ErrNotFound) {
+		t.Fatalf("get after release: %v, want ErrNotFound", err)
+	}
+	// Free where the caller left it.
+	b, err := l.AcquireFree(ctx, "claim.k", "p2", time.Minute, freeAt)
+	if err != nil || b.Revision <= freeAt {
+		t.Fatalf("taking a lease free where it was left: %+v %v", b, err)
+	}
+	// Held by another since the caller saw it free: still held.
+	for _, stale := range []uint64{0, freeAt} {
+		if _, err := l.AcquireFree(ctx, "claim.k", "p1", time.Minute, stale); !errors.Is(err, bus.ErrAlreadyExists) {
+			t.Fatalf("taking a lease held by another, free at %d before: %v, want ErrAlreadyExists", stale, err)
+		}
+	}
+	// Its holder takes it back whatever revision it thought it was free at.
+	b2, err := l.AcquireFree(ctx, "claim.k", "p2", time.Minute, freeAt)
+	if err != nil || b2.Revision <= b.Revision {
+		t.Fatalf("the holder taking its lease back: %+v %v", b2, err)
+	}
+	// Given up since the caller saw it free: taken from where it is now.
+	if _, err := l.Release(ctx, b2); err != nil {
+		t.Fatal(err)
+	}
+	c, err := l.AcquireFree(ctx, "claim.k", "p1", time.Minute, freeAt)
+	if err != nil || c.Holder != "p1" {
+		t.Fatalf("taking a lease given up again since: %+v %v", c, err)
+	}
+	if got, err := l.Get(ctx, "claim.k"); err != nil || got.Holder != "p1" || got.Revision != c.Revision {
+		t.Fatalf("the lease as stored: %+v %v, want p1's at %d", got, err, c.Revision)
+	}
+}

@@ -41,3 +41,45 @@ func TestLostClaimEndsTheWork(t *testing.T) {
 		t.Fatalf("the work ended with %v, want ErrUnavailable", cause)
 	}
 }
+
+// A claim given up is taken again from the revision it was left free at;
+// when another process took and gave it up in between, or holds it, that
+// revision is stale and the claim is taken, or waited for, as before.
+func TestClaimTakenAgainFromWhereItWasFreed(t *testing.T) {
+	ctx := context.Background()
+	leases, err := bustest.Conn(t).Leases(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &claimer{leases: leases, holder: "a"}
+	b := &claimer{leases: leases, holder: "b"}
+	takeAndRelease := func(c *claimer) {
+		t.Helper()
+		ls, err := c.take(ctx, "ctl", "default.k")
+		if err != nil {
+			t.Fatalf("%s taking the claim: %v", c.holder, err)
+		}
+		_, release := c.hold(ctx, ls)
+		release(ctx)
+		if _, err := leases.Get(ctx, ClaimKey("ctl", "default.k")); !errors.Is(err, bus.ErrNotFound) {
+			t.Fatalf("the claim after %s gave it up: %v, want ErrNotFound", c.holder, err)
+		}
+	}
+	takeAndRelease(a)
+	if a.free[ClaimKey("ctl", "default.k")] == 0 {
+		t.Fatal("the revision the claim was left free at is not kept")
+	}
+	takeAndRelease(a) // from where a left it
+	takeAndRelease(b) // a's revision is stale now
+	takeAndRelease(a)
+	held, err := b.take(ctx, "ctl", "default.k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.take(ctx, "ctl", "default.k"); !errors.Is(err, bus.ErrAlreadyExists) {
+		t.Fatalf("taking a claim held elsewhere: %v, want ErrAlreadyExists", err)
+	}
+	_, release := b.hold(ctx, held)
+	release(ctx)
+	takeAndRelease(a)
+}
