@@ -69,6 +69,9 @@ type Controller struct {
 	// the controller's name and a tag of the process, since another
 	// process's pass may have read its object before this one's write.
 	author string
+	// settling confirms acknowledgements and gives claims up apart from
+	// the workers.
+	settling *settling
 }
 
 // keyLocks keeps two workers of one process off the same key, as
@@ -161,6 +164,7 @@ func (c *Controller) run(ctx context.Context, workCtx context.Context) error {
 	go func() { c.resync(ctx); errs <- nil }()
 	go func() { c.watchDepth(ctx); errs <- nil }()
 	err := c.queue.Consume(ctx, c.opts.Workers, func(d *bus.Delivery) { c.handle(workCtx, d) })
+	c.settling.wait()
 	for range 3 {
 		<-errs
 	}
@@ -298,11 +302,11 @@ func (c *Controller) claim(ctx context.Context, d *bus.Delivery) (claim context.
 	if err != nil {
 		claimWaits.WithLabelValues(c.opts.Name).Inc()
 		c.log.Debug("key claimed elsewhere; trying it again soon", "controller", c.opts.Name, "key", d.Key, "err", err)
-		c.check(d.Retry(ctx, claimRetry), d)
+		c.acknowledge(ctx, d, retryAfter(d, claimRetry))
 		return nil, nil, false
 	}
 	claim, drop := c.claims.hold(ctx, ls)
-	return claim, func() { drop(ctx) }, true
+	return claim, func() { c.settling.do(func() { drop(ctx) }) }, true
 }
 
 // cacheRetries is how many deliveries of a key wait for caches behind its
@@ -330,7 +334,7 @@ func (c *Controller) cachesReady(ctx context.Context, d *bus.Delivery) bool {
 		}
 		c.log.Info("cache behind the triggering revision; trying the key again", "controller", c.opts.Name,
 			"key", d.Key, "resource", r, "revision", rev)
-		c.check(d.Retry(ctx, 0), d)
+		c.acknowledge(ctx, d, retryAfter(d, 0))
 		return false
 	}
 	return true
@@ -367,11 +371,11 @@ func (c *Controller) settle(ctx context.Context, d *bus.Delivery, res Result, er
 	switch {
 	case err == nil && res.RequeueAfter > 0:
 		c.clearRecord(ctx, resource, d.Key)
-		c.check(d.Retry(ctx, res.RequeueAfter), d)
+		c.acknowledge(ctx, d, retryAfter(d, res.RequeueAfter))
 		return "requeue"
 	case err == nil:
 		c.clearRecord(ctx, resource, d.Key)
-		c.check(d.Ack(ctx), d)
+		c.acknowledge(ctx, d, d.Ack)
 		return "success"
 	}
 	reconcileErrors.WithLabelValues(c.opts.Name).Inc()
@@ -381,7 +385,7 @@ func (c *Controller) settle(ctx context.Context, d *bus.Delivery, res Result, er
 	if IsTerminal(err) {
 		rec.Terminal = true
 		result = "terminal"
-		c.check(d.Ack(ctx), d)
+		c.acknowledge(ctx, d, d.Ack)
 		c.log.Warn("reconcile failed for good; waiting for the object to change", "controller", c.opts.Name, "key", d.Key, "err", err)
 	} else {
 		delay := c.opts.Backoff.Delay(d.Attempt)
@@ -393,7 +397,7 @@ func (c *Controller) settle(ctx context.Context, d *bus.Delivery, res Result, er
 		next := rec.LastAttempt.Add(delay)
 		rec.NextRetry = &next
 		queueRetries.WithLabelValues(c.opts.Name).Inc()
-		c.check(d.Retry(ctx, delay), d)
+		c.acknowledge(ctx, d, retryAfter(d, delay))
 		c.log.Debug("reconcile failed; backing off", "controller", c.opts.Name, "key", d.Key, "attempt", d.Attempt, "delay", delay, "err", err)
 	}
 	if werr := c.mgr.retries.record(ctx, rec, resource); werr != nil {

@@ -147,7 +147,8 @@ func (m *Manager) Add(ctx context.Context, opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{opts: opts, mgr: m, queue: q, log: m.log, author: opts.Name + "/" + rand.Text()[:8]}
+	c := &Controller{opts: opts, mgr: m, queue: q, log: m.log, author: opts.Name + "/" + rand.Text()[:8],
+		settling: newSettling(2 * opts.Workers)}
 	if opts.Exclusive {
 		if c.claims, err = m.claimer(ctx); err != nil {
 			return nil, err
