@@ -88,19 +88,6 @@ func (l *Leases) Acquire(ctx context.Context, key, holder string, ttl time.Durat
 	}
 }
 
-// AcquireFree takes a lease the caller last saw free at revision free
-// (the revision Release gave, or 0 for a key it never saw written) in one
-// write, without reading it first; when the key was written since, it
-// does what Acquire does. A claim taken and given up by one process again
-// and again thus costs a write each way, not a read as well.
-func (l *Leases) AcquireFree(ctx context.Context, key, holder string, ttl time.Duration, free uint64) (*Lease, error) {
-	ls, err := l.write(ctx, key, holder, ttl, free)
-	if errors.Is(err, ErrConflict) {
-		return l.Acquire(ctx, key, holder, ttl)
-	}
-	return ls, err
-}
-
 // Renew extends a lease held at revision rev; ErrConflict if someone else
 // wrote it (or it expired and was taken).
 func (l *Leases) Renew(ctx context.Context, lease *Lease, ttl time.Duration) (*Lease, error) {
@@ -144,15 +131,11 @@ func (l *Leases) Get(ctx context.Context, key string) (*Lease, error) {
 	return decodeLease(key, m.data, m.seq)
 }
 
-// Release gives a lease up, unless someone else holds it by now, and
-// returns the revision at which the key is free (for AcquireFree).
-func (l *Leases) Release(ctx context.Context, lease *Lease) (uint64, error) {
+// Release gives a lease up, unless someone else holds it by now.
+func (l *Leases) Release(ctx context.Context, lease *Lease) error {
 	msg := &nats.Msg{Subject: l.prefix + lease.Key, Header: nats.Header{kvOp: []string{kvDel}}}
-	ack, err := l.conn.casPublish(ctx, kvStream(leaseBucket), msg, lease.Revision)
-	if err != nil {
-		return 0, translate(err)
-	}
-	return ack.Sequence, nil
+	_, err := l.conn.casPublish(ctx, kvStream(leaseBucket), msg, lease.Revision)
+	return translate(err)
 }
 
 // LeaseEvent reports a lease taken, renewed (Lease set) or gone (nil).

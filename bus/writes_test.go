@@ -117,7 +117,7 @@ func writeOfEach(t *testing.T, s *bus.Store, q *bus.Queue, leases *bus.Leases, h
 	if ls, err = leases.Renew(ctx, ls, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := leases.Release(ctx, ls); err != nil {
+	if err := leases.Release(ctx, ls); err != nil {
 		t.Fatal(err)
 	}
 	// history: two entries, handed over without waiting.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/homeostat/homeostat/bus"
@@ -42,34 +41,6 @@ const (
 type claimer struct {
 	leases *bus.Leases
 	holder string
-
-	// free is the revision at which each key this process gave up was
-	// left free, so that taking it again is one write (AcquireFree), not
-	// a read and a write: under load each is a round trip of 5–6 ms. A
-	// key is in it from its release to its next take, so it holds at
-	// most one entry for each key the process claims.
-	mu   sync.Mutex
-	free map[string]uint64
-}
-
-// freed records that lease key was left free at rev.
-func (c *claimer) freed(key string, rev uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.free == nil {
-		c.free = map[string]uint64{}
-	}
-	c.free[key] = rev
-}
-
-// lastFree is the revision at which key was last left free here (0 when
-// unknown: a key never written is free at 0), forgotten as it is taken.
-func (c *claimer) lastFree(key string) uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	rev := c.free[key]
-	delete(c.free, key)
-	return rev
 }
 
 // ClaimKey is the lease key of a controller's claim on key.
@@ -83,17 +54,8 @@ func (c *claimer) take(ctx context.Context, controller, key string) (*bus.Lease,
 	defer cancel()
 	pace := clock.Pace{First: 10 * time.Millisecond, Max: 100 * time.Millisecond}
 	var held error
-	lk := ClaimKey(controller, key)
-	free, first := c.lastFree(lk), true
 	for {
-		var ls *bus.Lease
-		var err error
-		if first {
-			ls, err = c.leases.AcquireFree(wait, lk, c.holder, claimTTL, free)
-		} else {
-			ls, err = c.leases.Acquire(wait, lk, c.holder, claimTTL)
-		}
-		first = false
+		ls, err := c.leases.Acquire(wait, ClaimKey(controller, key), c.holder, claimTTL)
 		switch {
 		case err == nil:
 			return ls, nil
@@ -138,9 +100,6 @@ func (c *claimer) hold(ctx context.Context, ls *bus.Lease) (work context.Context
 	return work, func(rctx context.Context) {
 		cancel(nil)
 		<-done
-		last := <-cur
-		if rev, err := c.leases.Release(rctx, last); err == nil {
-			c.freed(last.Key, rev)
-		}
+		_ = c.leases.Release(rctx, <-cur)
 	}
 }

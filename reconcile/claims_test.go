@@ -74,7 +74,7 @@ func TestExclusiveKeyWaitsForItsClaim(t *testing.T) {
 	if n := rec.count("default.w"); n != 0 {
 		t.Fatalf("reconciled %d times while another process held the key", n)
 	}
-	if _, err := leases.Release(ctx, held); err != nil {
+	if err := leases.Release(ctx, held); err != nil {
 		t.Fatal(err)
 	}
 	poll.Until(t, "reconciled once the claim was given up", 10*time.Second, func() bool { return rec.count("default.w") > 0 })

@@ -297,7 +297,7 @@ func (s *Service) lead(ctx context.Context, lease *bus.Lease) {
 	s.leader = false
 	s.mu.Unlock()
 	if ctx.Err() != nil {
-		_, _ = s.leases.Release(context.WithoutCancel(ctx), lease)
+		_ = s.leases.Release(context.WithoutCancel(ctx), lease)
 	}
 	s.log.Info("stepped down")
 }
