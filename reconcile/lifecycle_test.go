@@ -108,8 +108,9 @@ func TestShutdownDrainsInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The ack was confirmed before the handler returned: nothing may be
-	// left in flight (it would stay so for AckWait, 30s).
+	// The ack was confirmed before the controller stopped (it waits for
+	// what its workers left settling): nothing may be left in flight (it
+	// would stay so for AckWait, 30s).
 	pending, inFlight, err := q.Depth(context.Background())
 	if err != nil || pending != 0 || inFlight != 0 {
 		t.Fatalf("after shutdown: %d pending, %d in flight (err %v), want none", pending, inFlight, err)

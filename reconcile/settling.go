@@ -17,9 +17,14 @@ import (
 // paced a thousand small Deployments. Nothing waits on either: a key
 // delivered again before its acknowledgement is confirmed is a new
 // message (the queue keeps one a key), and a claim given up late only
-// makes another process wait for it, as a claim still held does. At most
-// limit run at once, so that a bus that does not answer holds the workers
-// back rather than piling up retries; Wait waits for those under way.
+// makes another process wait for it, as a claim still held does; an old
+// release or renewal is a compare-and-swap on the old claim's revision,
+// so it cannot undo the next claim of the key. At most limit run at
+// once, so that a bus that does not answer holds the workers back rather
+// than piling up retries; wait waits for those under way. They run under
+// the workers' context: one still queued when a drain runs out fails at
+// once, and its key waits out AckWait (its claim, claimTTL), as a pass
+// cut off by the drain does.
 type settling struct {
 	slots chan struct{}
 	wg    sync.WaitGroup
@@ -42,7 +47,9 @@ func (s *settling) do(f func()) {
 func (s *settling) wait() { s.wg.Wait() }
 
 // acknowledge sends d's acknowledgement (an ack or a retry) and has the
-// queue confirm it apart from the worker (settling).
+// queue confirm it apart from the worker (settling). ctx may carry the
+// pass's span, ended by the time this runs: the confirmation starts no
+// span of its own.
 func (c *Controller) acknowledge(ctx context.Context, d *bus.Delivery, send func(context.Context) error) {
 	c.settling.do(func() { c.check(send(ctx), d) })
 }
