@@ -41,3 +41,37 @@ func TestLostClaimEndsTheWork(t *testing.T) {
 		t.Fatalf("the work ended with %v, want ErrUnavailable", cause)
 	}
 }
+
+// A claim's release runs apart from the worker (settling), so the key's
+// next pass in the process may take the claim before the release lands:
+// the new claim stands either way, since the release is a
+// compare-and-swap on the old claim's revision.
+func TestLateReleaseLeavesTheNextClaim(t *testing.T) {
+	ctx := context.Background()
+	leases, err := bustest.Conn(t).Leases(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &claimer{leases: leases, holder: "a"}
+	key := ClaimKey("ctl", "default.k")
+	for round := range 30 {
+		old, err := c.take(ctx, "ctl", "default.k")
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		_, release := c.hold(ctx, old)
+		released := make(chan struct{})
+		go func() { defer close(released); release(ctx) }()
+		next, err := c.take(ctx, "ctl", "default.k")
+		if err != nil {
+			t.Fatalf("round %d: taking the claim again while its release is under way: %v", round, err)
+		}
+		<-released
+		got, err := leases.Get(ctx, key)
+		if err != nil || got.Revision != next.Revision || got.Holder != "a" {
+			t.Fatalf("round %d: the claim after the late release: %+v %v, want a's at %d", round, got, err, next.Revision)
+		}
+		_, release = c.hold(ctx, next)
+		release(ctx)
+	}
+}
