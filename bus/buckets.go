@@ -22,6 +22,9 @@ type bucketSpec struct {
 	// a marker that lives this long so that watchers see them.
 	keyTTL      time.Duration
 	description string
+	// confirmable: a bucket of objects, whose reads confirm their
+	// revision (see confirm.go).
+	confirmable bool
 }
 
 // ensureBucket creates the bucket, or opens it when it exists with a
@@ -49,7 +52,7 @@ func (c *Conn) ensureBucket(ctx context.Context, spec bucketSpec) (jetstream.Key
 		var err error
 		kv, err = c.js.CreateKeyValue(ctx, cfg)
 		if err == nil {
-			return nil
+			return c.ensureConfirmations(ctx, spec)
 		}
 		if !errors.Is(err, jetstream.ErrBucketExists) && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			return fmt.Errorf("bus: create bucket %s: %w", spec.name, translate(err))
@@ -62,8 +65,10 @@ func (c *Conn) ensureBucket(ctx context.Context, spec bucketSpec) (jetstream.Key
 			return fmt.Errorf("%w: bucket %s exists with %s; remove it or start with matching settings",
 				ErrIncompatible, spec.name, strings.Join(diffs, ", "))
 		}
-		kv, err = c.js.KeyValue(ctx, spec.name)
-		return translate(err)
+		if kv, err = c.js.KeyValue(ctx, spec.name); err != nil {
+			return translate(err)
+		}
+		return c.ensureConfirmations(ctx, spec)
 	})
 	return kv, err
 }
@@ -206,7 +211,7 @@ func (c *Conn) Retain(ctx context.Context, resource string, ttl time.Duration) e
 // Retention is how long the values of a resource's bucket live after
 // their last write (0: for ever).
 func (c *Conn) Retention(ctx context.Context, resource string) (time.Duration, error) {
-	info, err := c.leaderInfo(ctx, kvStream(bucketName(resource)))
+	info, err := c.leaderInfo(ctx, kvStream(bucketName(resource)), 0)
 	if err != nil {
 		return 0, err
 	}

@@ -85,7 +85,7 @@ func (f *fanout) leave() {
 // run reads every change after from until ctx ends or the read fails;
 // its watchers then go on alone.
 func (f *fanout) run(ctx context.Context) {
-	spec := f.s.watchSpec(WatchOptions{AfterRevision: f.from})
+	spec := f.s.watchSpec(WatchOptions{AfterRevision: f.from, Progress: true})
 	spec.what += " for its watchers"
 	err := f.s.conn.read(ctx, spec, f.add)
 	if err != nil && ctx.Err() == nil {
@@ -106,7 +106,11 @@ func (f *fanout) run(ctx context.Context) {
 func (f *fanout) add(m rawMsg) error {
 	var ev Event
 	if m.seq > 0 {
-		ev = f.s.sharedEvent(m, true)
+		if f.s.isConfirmation(m) {
+			ev = Event{Type: Progress, Revision: m.seq}
+		} else {
+			ev = f.s.sharedEvent(m, true)
+		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -215,7 +219,7 @@ func (w *fanWatch) run(ctx context.Context) {
 				continue
 			}
 			w.last = ev.Revision
-			if w.wants(ev.Key) && !w.send(ctx, ev) {
+			if w.wants(ev) && !w.send(ctx, ev) {
 				return
 			}
 		}
@@ -256,9 +260,13 @@ func (w *fanWatch) caughtUp(ctx context.Context, st fanState) bool {
 	return true
 }
 
-// wants says whether key is in the watch's namespace or is its key.
-func (w *fanWatch) wants(key string) bool {
+// wants says whether ev's key is in the watch's namespace or is its key,
+// or ev is Progress and the watch asked for it.
+func (w *fanWatch) wants(ev Event) bool {
+	key := ev.Key
 	switch {
+	case ev.Type == Progress:
+		return w.opts.Progress
 	case w.opts.Key != "":
 		return key == w.opts.Key
 	case w.opts.Namespace != "":
@@ -288,7 +296,7 @@ func (w *fanWatch) leave() {
 func (w *fanWatch) alone(ctx context.Context) {
 	opts := w.opts
 	opts.AfterRevision = w.last
-	for ev := range w.f.s.conn.watch(ctx, w.f.s.watchSpec(opts), 1, false, w.f.s.sharedEvent) {
+	for ev := range w.f.s.conn.watch(ctx, w.f.s.watchSpec(opts), 1, false, w.f.s.withProgress(w.f.s.sharedEvent, w.opts.Progress)) {
 		if ev.Type == Synced && w.synced {
 			continue
 		}

@@ -95,7 +95,7 @@ func (c *Conn) lastMsg(ctx context.Context, stream, subject string) (*storedMsg,
 
 // lastSeq is the stream's last sequence, as its leader knows it.
 func (c *Conn) lastSeq(ctx context.Context, stream string) (uint64, error) {
-	info, err := c.leaderInfo(ctx, stream)
+	info, err := c.leaderInfo(ctx, stream, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -106,12 +106,18 @@ func (c *Conn) lastSeq(ctx context.Context, stream string) (uint64, error) {
 // its leader.
 var errNotLeader = fmt.Errorf("%w: a replica answered for a stream without a leader", ErrUnavailable)
 
+// errBehind: a stream's information came from a server that took itself
+// for the leader but had not stored a confirmed revision.
+var errBehind = fmt.Errorf("%w: a server answered for a stream without a revision a quorum had confirmed", ErrUnavailable)
+
 // leaderInfo is the stream's information as its leader has it. While a
 // stream has no leader, any of its replicas answers STREAM.INFO from its
 // own state, which may lack writes already acknowledged; such an answer
 // names no leader and is refused here, and the request made again until
-// a leader answers (see retried).
-func (c *Conn) leaderInfo(ctx context.Context, stream string, opts ...jetstream.StreamInfoOpt) (*jetstream.StreamInfo, error) {
+// a leader answers (see retried). So is one that has not reached upTo, a
+// confirmed revision (0: none): it came from a leader cut off from its
+// peers (see confirm.go).
+func (c *Conn) leaderInfo(ctx context.Context, stream string, upTo uint64, opts ...jetstream.StreamInfoOpt) (*jetstream.StreamInfo, error) {
 	var info *jetstream.StreamInfo
 	err := retried(ctx, func(ctx context.Context) error {
 		st, err := c.js.Stream(ctx, stream)
@@ -126,6 +132,9 @@ func (c *Conn) leaderInfo(ctx context.Context, stream string, opts ...jetstream.
 		}
 		if !fromLeader(i) {
 			return errNotLeader
+		}
+		if i.State.LastSeq < upTo {
+			return errBehind
 		}
 		info = i
 		return nil
@@ -153,9 +162,11 @@ func (c *Conn) nextAfter(ctx context.Context, stream, filter string, after uint6
 }
 
 // subjects lists the subjects matching filter that hold a message (a
-// value or a delete marker), as the stream's leader knows them.
-func (c *Conn) subjects(ctx context.Context, stream, filter string) (map[string]uint64, error) {
-	info, err := c.leaderInfo(ctx, stream, jetstream.WithSubjectFilter(filter))
+// value or a delete marker), as the stream's leader knows them, from an
+// answer that holds the stream up to upTo at least: a leader that answers
+// with less has not stored a confirmed revision (see confirm.go).
+func (c *Conn) subjects(ctx context.Context, stream, filter string, upTo uint64) (map[string]uint64, error) {
+	info, err := c.leaderInfo(ctx, stream, upTo, jetstream.WithSubjectFilter(filter))
 	if err != nil {
 		return nil, err
 	}

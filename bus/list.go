@@ -229,14 +229,15 @@ type snapshot struct {
 	revision uint64
 }
 
-// snapshot reads the live objects of a namespace (or all). It reads every
-// change until its consumer has nothing pending, then asks the stream's
-// leader for the first matching message after the last one it read:
+// snapshot reads the live objects of a namespace (or all). It first
+// writes a confirmation (see confirm.go), and reads every change, and the
+// confirmation subject, until its consumer has delivered the
+// confirmation (or a later message) and has nothing pending: its replica
+// then held every write acknowledged before the list began, and the read
+// has them all. Then it asks the stream's leader for the first matching
+// message after the last one it read:
 //
 //   - none: the read holds the state at that moment, after the list began;
-//   - one no later than the sequence the leader had when the list began:
-//     the consumer has yet to deliver it (its replica is behind, or its
-//     pending count ran short, see below), so the read goes on;
 //   - a later one: everything up to that sequence has been read, but a key
 //     written during the read may have moved past it before the consumer
 //     reached its old message (a key holds one message), and the server's
@@ -245,8 +246,11 @@ type snapshot struct {
 //     the leader lists the keys that hold a message, and the latest
 //     message of each key the read has not seen is fetched from it.
 //
-// The revision is the last sequence read or the one taken at the start,
-// whichever is higher; a key fetched at the end may carry a later one.
+// The revision is the last sequence read, at least the confirmation's; a
+// key fetched at the end may carry a later one. Those last questions go
+// to whichever server answers as the leader, so a stale one (see
+// confirm.go) could hide a key written during the read from them; what
+// was acknowledged before the list began does not depend on them.
 //
 // A shared read takes each object whose revision the store's shared
 // objects hold from there, and keeps there those it decodes (see
@@ -257,7 +261,7 @@ func (s *Store) snapshot(ctx context.Context, filter string, shared bool) (*snap
 		return nil, fmt.Errorf("bus: list %s: waiting for a turn: %w", s.spec.Resource, err)
 	}
 	defer release()
-	upTo, err := s.conn.lastSeq(ctx, s.stream())
+	upTo, err := s.confirmed(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("bus: list %s: %w", s.spec.Resource, err)
 	}
@@ -291,13 +295,16 @@ func (s *Store) snapshot(ctx context.Context, filter string, shared bool) (*snap
 	}
 	var seen uint64
 	moved := false
-	err = s.conn.read(ctx, readSpec{stream: s.stream(), filter: filter, what: "list " + s.spec.Resource, tries: oneShotTries}, func(m rawMsg) error {
+	spec := readSpec{stream: s.stream(), filter: filter, also: s.confirmSubject(), what: "list " + s.spec.Resource, tries: oneShotTries}
+	err = s.conn.read(ctx, spec, func(m rawMsg) error {
 		if m.seq > 0 {
 			seen = m.seq
-			apply(m)
+			if !s.isConfirmation(m) {
+				apply(m)
+			}
 		}
-		if !m.caughtUp {
-			return nil
+		if !m.caughtUp || seen < upTo {
+			return nil // the consumer's replica has yet to store the confirmation
 		}
 		next, err := s.conn.nextAfter(ctx, s.stream(), filter, seen)
 		switch {
@@ -310,7 +317,7 @@ func (s *Store) snapshot(ctx context.Context, filter string, shared bool) (*snap
 		return errStopRead
 	})
 	if err == nil && moved {
-		err = s.fetchUnread(ctx, filter, read, apply)
+		err = s.fetchUnread(ctx, filter, upTo, read, apply)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("bus: list %s: %w", s.spec.Resource, err)
@@ -325,8 +332,8 @@ func (s *Store) snapshot(ctx context.Context, filter string, shared bool) (*snap
 
 // fetchUnread applies the latest message of every key matching filter
 // that holds one on the leader and that the read has not seen.
-func (s *Store) fetchUnread(ctx context.Context, filter string, read map[string]bool, apply func(rawMsg)) error {
-	subjects, err := s.conn.subjects(ctx, s.stream(), filter)
+func (s *Store) fetchUnread(ctx context.Context, filter string, upTo uint64, read map[string]bool, apply func(rawMsg)) error {
+	subjects, err := s.conn.subjects(ctx, s.stream(), filter, upTo)
 	if err != nil {
 		return err
 	}
@@ -346,9 +353,13 @@ func (s *Store) fetchUnread(ctx context.Context, filter string, read map[string]
 	return nil
 }
 
-// LastRevision is the bucket's latest revision, as the stream's leader knows it.
+// LastRevision is the bucket's latest revision, confirmed by a quorum of
+// its replicas (see confirm.go): at least that of every write
+// acknowledged before the call. It costs a write. An informer's watch
+// reaches it (the confirmation comes to it as Progress); a watch of keys
+// alone may not until the next write.
 func (s *Store) LastRevision(ctx context.Context) (uint64, error) {
-	return s.conn.lastSeq(ctx, s.stream())
+	return s.confirmed(ctx)
 }
 
 // Reaches reports whether a read of the whole bucket that has read every

@@ -270,6 +270,9 @@ func nodePermissions(node string) jwt.Permissions {
 		"$JS.API.CONSUMER.DELETE." + nodePodsStream + ".*",
 	}
 	for _, s := range nodeReadStreams {
+		// A read that must hold every acknowledged write writes a
+		// confirmation first (see confirm.go).
+		pub = append(pub, confirmSubject(strings.TrimPrefix(s, "KV_")))
 		pub = append(pub, "$JS.API.STREAM.INFO."+s, "$JS.API.STREAM.MSG.GET."+s, "$JS.API.DIRECT.GET."+s, "$JS.API.DIRECT.GET."+s+".>",
 			"$JS.API.CONSUMER.CREATE."+s+".>", "$JS.API.CONSUMER.MSG.NEXT."+s+".*",
 			"$JS.API.CONSUMER.INFO."+s+".*", "$JS.API.CONSUMER.DELETE."+s+".*")

@@ -33,8 +33,10 @@ const (
 // read, and page answers false; so is one that meets so many delete
 // markers that its gets pass a sixteenth of the keys.
 //
-// It holds what List promises: the revision, taken before the keys are
-// listed, covers every write acknowledged before the list began; a key
+// It holds what List promises: the revision, confirmed by a write before
+// the keys are listed (see confirm.go), covers every write acknowledged
+// before the list began, and the keys come from an answer that holds it;
+// a key
 // written after it may be read at a later revision, which a watch from
 // the revision delivers again. Remaining counts the keys after the page,
 // delete markers not yet compacted among them, so it may run a little
@@ -52,11 +54,11 @@ func (s *Store) page(ctx context.Context, filter string, opts ListOptions, tok c
 	rev := tok.Revision
 	keys := s.pages.get(filter, rev, s.now())
 	if keys == nil {
-		upTo, err := s.conn.lastSeq(ctx, s.stream())
+		upTo, err := s.confirmed(ctx)
 		if err != nil {
 			return nil, false, fmt.Errorf("bus: list %s: %w", s.spec.Resource, err)
 		}
-		subjects, err := s.conn.subjects(ctx, s.stream(), filter)
+		subjects, err := s.conn.subjects(ctx, s.stream(), filter, upTo)
 		if err != nil {
 			return nil, false, fmt.Errorf("bus: list %s: %w", s.spec.Resource, err)
 		}
@@ -224,9 +226,12 @@ func listablePage(opts ListOptions) bool {
 // present: it reads from the stream's leader each message after after,
 // in order, until none follows, and applies it to items (a value
 // replaces, a delete marker removes). It returns the revision items then
-// reflect: at least upTo, the stream's last sequence taken before the
+// reflect: at least upTo, a revision LastRevision gave before the
 // caller's list began, so it covers every write acknowledged before
-// that.
+// that. The stream holds a message at upTo or later (the confirmation's,
+// or one after it), so an answer that none follows before the read has
+// reached upTo came from a leader cut off from its peers (see
+// confirm.go), and is asked again.
 //
 // A watch passes over a message that a later write of its key replaced
 // before the watch reached it; so a cache that has reached a revision may
@@ -237,11 +242,10 @@ func listablePage(opts ListOptions) bool {
 // It answers false, leaving items part-way, when more than most messages
 // follow or one holds no valid object: the caller reads the store.
 func (s *Store) CatchUp(ctx context.Context, items map[string]*object.Object, after, upTo uint64, most int) (uint64, bool, error) {
-	filter := s.filter("", "")
 	for n := 0; ; n++ {
-		m, err := s.conn.leaderGet(ctx, s.stream(), msgGetRequest{Seq: after + 1, NextFor: filter})
+		m, err := s.nextOf(ctx, after, upTo)
 		if errors.Is(err, ErrNotFound) {
-			return max(after, upTo), true, nil
+			return after, true, nil
 		}
 		if err != nil {
 			return 0, false, fmt.Errorf("bus: catching up on %s: %w", s.spec.Resource, err)
@@ -249,7 +253,12 @@ func (s *Store) CatchUp(ctx context.Context, items map[string]*object.Object, af
 		if n == most {
 			return 0, false, nil
 		}
-		ev := s.sharedEvent(rawMsg{subject: m.subject, header: m.header, data: m.data, seq: m.seq, time: m.time}, true)
+		raw := rawMsg{subject: m.subject, header: m.header, data: m.data, seq: m.seq, time: m.time}
+		if s.isConfirmation(raw) {
+			after = m.seq
+			continue
+		}
+		ev := s.sharedEvent(raw, true)
 		switch ev.Type {
 		case Added, Modified:
 			items[ev.Key] = ev.Object
@@ -260,4 +269,20 @@ func (s *Store) CatchUp(ctx context.Context, items map[string]*object.Object, af
 		}
 		after = m.seq
 	}
+}
+
+// nextOf is the stream's first message after after, of a key or a
+// confirmation, from an answer that has reached upTo: ErrNotFound when
+// none follows, past upTo.
+func (s *Store) nextOf(ctx context.Context, after, upTo uint64) (*storedMsg, error) {
+	var m *storedMsg
+	err := retried(ctx, func(ctx context.Context) error {
+		var err error
+		m, err = s.conn.leaderGet(ctx, s.stream(), msgGetRequest{Seq: after + 1, NextFor: ">"})
+		if errors.Is(err, ErrNotFound) && after < upTo {
+			return errBehind
+		}
+		return err
+	})
+	return m, err
 }

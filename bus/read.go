@@ -34,6 +34,9 @@ const (
 type readSpec struct {
 	stream string
 	filter string
+	// also is a second subject to read, outside filter: a bucket's
+	// confirmation subject (see confirm.go).
+	also string
 	// start is the first stream sequence to deliver; 0 delivers the last
 	// message of each subject first, then every later one.
 	start uint64
@@ -143,6 +146,9 @@ func (r *reader) once(ctx context.Context) error {
 		InactiveThreshold: readInactive,
 		HeadersOnly:       r.spec.headersOnly,
 		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
+	}
+	if r.spec.also != "" {
+		cfg.FilterSubject, cfg.FilterSubjects = "", []string{r.spec.filter, r.spec.also}
 	}
 	switch {
 	case r.next > 0:

@@ -59,11 +59,13 @@ func ParseRole(s string) (Role, error) {
 
 // roleReads is the JetStream API a confined role of the control plane
 // uses: reading any stream, and consumers (its work queues' durable ones
-// and its acknowledgements included). A push consumer delivers only where
-// someone listens, and a confined role listens only on its own inbox.
+// and its acknowledgements included), and the buckets' confirmation
+// subjects, which a read writes to (see confirm.go). A push consumer
+// delivers only where someone listens, and a confined role listens only
+// on its own inbox.
 var roleReads = []string{
 	"$JS.API.INFO", "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.LIST",
-	"$JS.API.STREAM.MSG.GET.*", "$JS.API.DIRECT.GET.>", "$JS.API.CONSUMER.>", "$JS.ACK.>",
+	"$JS.API.STREAM.MSG.GET.*", "$JS.API.DIRECT.GET.>", "$JS.API.CONSUMER.>", "$JS.ACK.>", "$KV.*",
 }
 
 // roleWrites are the subjects each confined role publishes to, beyond

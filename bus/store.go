@@ -84,7 +84,7 @@ func (c *Conn) Store(ctx context.Context, spec StoreSpec) (*Store, error) {
 		return s, nil
 	}
 	bucket := bucketName(spec.Resource)
-	if _, err := c.ensureBucket(ctx, bucketSpec{name: bucket, ttl: spec.TTL}); err != nil {
+	if _, err := c.ensureBucket(ctx, bucketSpec{name: bucket, ttl: spec.TTL, confirmable: true}); err != nil {
 		return nil, err
 	}
 	if _, err := c.ensureBucket(ctx, bucketSpec{name: metaBucket, description: "homeostat bookkeeping"}); err != nil {
@@ -190,8 +190,20 @@ func (st stored) header(pairs ...string) nats.Header {
 	return h
 }
 
+// GetConfirmed is Get after a confirmation (see confirm.go), so that a
+// leader cut off from its peers, which cannot store one, does not answer
+// from its stale state: the read a client's GET gets. It costs a write.
+func (s *Store) GetConfirmed(ctx context.Context, key string) (*object.Object, error) {
+	if _, err := s.confirmed(ctx); err != nil {
+		return nil, err
+	}
+	return s.Get(ctx, key)
+}
+
 // Get reads the latest version of a key from the stream's leader, so that
-// it sees every write acknowledged before it.
+// it sees every write acknowledged before it, unless a leader cut off
+// from its peers answers (see confirm.go): for a read that a
+// compare-and-swap write follows, which such a read makes fail.
 func (s *Store) Get(ctx context.Context, key string) (*object.Object, error) {
 	m, err := s.lastLive(ctx, key)
 	if err != nil {

@@ -27,6 +27,10 @@ const (
 	Corrupt EventType = "CORRUPT"
 	// Failed ends a watch that cannot go on (ErrGone: list again).
 	Failed EventType = "ERROR"
+	// Progress, to a watch that asked for it, says it has passed Revision
+	// with no change to report: a revision confirmed since it began (see
+	// Store.LastRevision), which a reader may be waiting to reach.
+	Progress EventType = "PROGRESS"
 )
 
 // Event is one change seen by a watch.
@@ -102,6 +106,8 @@ type WatchOptions struct {
 	// Object, and a value that is not an object is not reported Corrupt.
 	// For a reader of a few fields, which it decodes itself.
 	Raw bool
+	// Progress asks for Progress events after Synced.
+	Progress bool
 }
 
 func (s *Store) filter(namespace, key string) string {
@@ -147,6 +153,7 @@ func (s *Store) Watch(ctx context.Context, opts WatchOptions) (<-chan Event, err
 	case opts.Shared:
 		decode = s.sharedEvent
 	}
+	decode = s.withProgress(decode, opts.Progress)
 	if opts.skipsAny() {
 		full := decode
 		decode = func(m rawMsg, live bool) Event {
@@ -177,6 +184,9 @@ func (opts WatchOptions) skips(m rawMsg) bool {
 func (s *Store) watchSpec(opts WatchOptions) readSpec {
 	spec := readSpec{stream: s.stream(), filter: s.filter(opts.Namespace, opts.Key), what: "watch " + s.spec.Resource,
 		check: func(ctx context.Context, next uint64) error { return s.checkNotCompacted(ctx, next-1) }}
+	if opts.Progress || (opts.Namespace == "" && opts.Key == "") {
+		spec.also = s.confirmSubject()
+	}
 	if opts.AfterRevision > 0 {
 		spec.start = opts.AfterRevision + 1
 	}
@@ -233,6 +243,22 @@ func (c *Conn) watch(ctx context.Context, spec readSpec, buffer int, initial boo
 		}
 	}()
 	return ch
+}
+
+// withProgress passes a confirmation, which a watch of every key reads
+// (see confirm.go), on as Progress once live when progress (before, it
+// only moves the revision Synced gives), and every other message to
+// decode.
+func (s *Store) withProgress(decode func(rawMsg, bool) Event, progress bool) func(rawMsg, bool) Event {
+	return func(m rawMsg, live bool) Event {
+		if !s.isConfirmation(m) {
+			return decode(m, live)
+		}
+		if live && progress {
+			return Event{Type: Progress, Revision: m.seq}
+		}
+		return Event{}
+	}
 }
 
 // toEvent classifies one stored message. Before sync, every value is Added.

@@ -83,7 +83,11 @@ func TestKeyWaitsForItsCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := rev(created) + 1
+	last, err := s.LastRevision(ctx) // a confirmation, which takes a revision too
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := last + 1
 	if err := q.Add(ctx, bus.Work{Key: "default.late", MinRevisions: map[string]uint64{widgets.Resource: next}}); err != nil {
 		t.Fatal(err)
 	}

@@ -346,6 +346,16 @@ func (i *Informer) apply(ev bus.Event, delivered bool) (Change, bool) {
 	return ch, ch.Old != nil || ch.New != nil
 }
 
+// progress records that the watch has passed rev with no change to
+// report: a revision confirmed since (see Store.LastRevision), which a
+// WaitForRevision may be waiting for.
+func (i *Informer) progress(rev uint64) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.delivered = max(i.delivered, rev)
+	i.moveRev(rev)
+}
+
 func (i *Informer) moveRev(rev uint64) {
 	if rev > i.rev {
 		i.rev = rev
@@ -406,7 +416,7 @@ func (i *Informer) watch(ctx context.Context, after uint64) error {
 	}
 	// Shared: the cache hands out its objects unchanged, so every informer
 	// and shared reader of the kind in this process decodes a change once.
-	ch, err := i.store.Watch(ctx, bus.WatchOptions{AfterRevision: after, Buffer: 4096, Shared: true})
+	ch, err := i.store.Watch(ctx, bus.WatchOptions{AfterRevision: after, Buffer: 4096, Shared: true, Progress: true})
 	if err != nil {
 		return err
 	}
@@ -429,6 +439,9 @@ func (i *Informer) watch(ctx context.Context, after uint64) error {
 			i.moveRev(rev)
 			i.mu.Unlock()
 			setSynced(i.kind.Kind, true)
+			continue
+		case bus.Progress:
+			i.progress(ev.Revision)
 			continue
 		case bus.Corrupt:
 			i.corruptValue(ctx, ev)

@@ -153,3 +153,33 @@ func TestIndexFollowsChanges(t *testing.T) {
 	}
 	expect("deleted", "", nil, nil)
 }
+
+// A revision confirmed after the last write (a list's, a cache's catching
+// up) lies past every key's; the informer reaches it all the same, from
+// the confirmation itself, rather than waiting for the next write.
+func TestInformerReachesAConfirmedRevision(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	conn := bustest.Conn(t)
+	s := store(t, conn)
+	if _, err := s.Create(ctx, widget("w")); err != nil {
+		t.Fatal(err)
+	}
+	inf := reconcile.NewInformer(widgets, s, nil)
+	done := make(chan struct{})
+	go func() { defer close(done); inf.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	poll.Until(t, "the informer synced", 10*time.Second, inf.Synced)
+	for range 3 {
+		rev, err := s.LastRevision(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !inf.WaitForRevision(ctx, rev, 30*time.Second) {
+			t.Fatalf("the informer did not reach the confirmed revision %d", rev)
+		}
+		if _, delivered, _ := inf.Snapshot(); delivered < rev {
+			t.Fatalf("the informer reached %d but says it delivered up to %d", rev, delivered)
+		}
+	}
+}

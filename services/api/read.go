@@ -22,7 +22,7 @@ func (s *Service) get(w http.ResponseWriter, r *http.Request, ref *resourceRef) 
 	if e != nil {
 		return e
 	}
-	o, err := ref.store.Get(r.Context(), ref.key())
+	o, err := ref.store.GetConfirmed(r.Context(), ref.key())
 	if err != nil {
 		return storeError(ref, ref.name, err)
 	}

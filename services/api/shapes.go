@@ -15,6 +15,7 @@ import (
 // Store, or a shapeStore serving its objects in another shape.
 type objectStore interface {
 	Get(ctx context.Context, key string) (*object.Object, error)
+	GetConfirmed(ctx context.Context, key string) (*object.Object, error)
 	Raw(ctx context.Context, key string) ([]byte, uint64, error)
 	List(ctx context.Context, opts bus.ListOptions) (*bus.ListResult, error)
 	Watch(ctx context.Context, opts bus.WatchOptions) (<-chan bus.Event, error)
@@ -42,6 +43,11 @@ type shapeStore struct {
 
 func (s shapeStore) Get(ctx context.Context, key string) (*object.Object, error) {
 	o, err := s.st.Get(ctx, key)
+	return s.out(o), err
+}
+
+func (s shapeStore) GetConfirmed(ctx context.Context, key string) (*object.Object, error) {
+	o, err := s.st.GetConfirmed(ctx, key)
 	return s.out(o), err
 }
 
