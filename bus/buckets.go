@@ -46,8 +46,10 @@ func (c *Conn) ensureBucket(ctx context.Context, spec bucketSpec) (jetstream.Key
 	err := c.UntilAvailable(ctx, "bucket "+spec.name, func(ctx context.Context) error {
 		if c.openOnly {
 			var err error
-			kv, err = c.js.KeyValue(ctx, spec.name)
-			return notCreatedYet("bucket "+spec.name, err)
+			if kv, err = c.js.KeyValue(ctx, spec.name); err != nil {
+				return notCreatedYet("bucket "+spec.name, err)
+			}
+			return c.ensureConfirmations(ctx, spec)
 		}
 		var err error
 		kv, err = c.js.CreateKeyValue(ctx, cfg)
@@ -201,6 +203,7 @@ func (c *Conn) Retain(ctx context.Context, resource string, ttl time.Duration) e
 			return fmt.Errorf("%w: %s does not expire its values; only an expiring bucket's time to live may change", ErrInvalid, resource)
 		}
 		cfg.MaxAge = ttl
+		withConfirmations(&cfg, bucketName(resource))
 		if _, err := c.js.UpdateStream(ctx, cfg); err != nil {
 			return fmt.Errorf("bus: update stream %s: %w", name, translate(err))
 		}

@@ -86,11 +86,11 @@ func (s *Store) Compact(ctx context.Context, olderThan time.Duration) (int, erro
 	}
 	var tombs []tomb
 	var maxRev uint64
-	// Confirmations are no tombstones; reading them too keeps the read unfiltered (see confirm.go).
-	spec := readSpec{stream: s.stream(), filter: s.subjPrefix + ">", also: s.confirmSubject(), headersOnly: true, what: "compact " + s.spec.Resource, tries: oneShotTries}
+	// The whole stream: its confirmations, no tombstones, come along (see confirm.go).
+	spec := readSpec{stream: s.stream(), filter: s.readFilter(s.filter("", "")), headersOnly: true, what: "compact " + s.spec.Resource, tries: oneShotTries}
 	err := s.conn.read(ctx, spec,
 		func(m rawMsg) error {
-			if m.seq > 0 && isTombstone(m.header) && !m.time.After(cutoff) {
+			if m.seq > 0 && !s.isConfirmation(m) && isTombstone(m.header) && !m.time.After(cutoff) {
 				tombs = append(tombs, tomb{m.subject[len(s.subjPrefix):], m.seq})
 				maxRev = max(maxRev, m.seq)
 			}

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Confirmed revisions. A stream's leader cut off from its peers goes on
@@ -22,11 +23,24 @@ import (
 // it does not rely on another leader's answer for what lies below.
 //
 // The subject, $KV.<bucket>, is in the bucket's stream but outside every
-// key's ($KV.<bucket>.<key>), so that reads of keys never see it; reads
-// that want to know how far they got (lists, informers' watches) ask for
-// it as well. So does every read of all the keys, only to keep its
-// consumer's filters equal to the stream's subjects: the server serves
-// such a consumer as an unfiltered one, which costs it less a message.
+// key's ($KV.<bucket>.<key>), so that reads of some keys never see it.
+// A read of every key reads the whole stream, confirmations included (a
+// consumer without a filter costs the server least; one with two filters,
+// the keys' and the confirmations', cost a list of 10,000 pods a second),
+// and passes them over, or, for a list or an informer's watch, learns
+// from them how far it got.
+
+// readFilter is what a read of filter's keys asks its consumer for: the
+// whole stream (">", which the server serves as no filter) for every key.
+func (s *Store) readFilter(filter string) string {
+	if filter == s.filter("", "") {
+		return wholeStream
+	}
+	return filter
+}
+
+// wholeStream is the filter of a read of every subject of a stream.
+const wholeStream = ">"
 
 // confirmSubject is the confirmation subject of a bucket.
 func confirmSubject(bucket string) string { return "$KV." + bucket }
@@ -42,7 +56,14 @@ func (s *Store) isConfirmation(m rawMsg) bool { return len(m.subject) < len(s.su
 // replicas has stored, at least that of every write acknowledged before
 // the call: the sequence of a confirmation written now.
 func (s *Store) confirmed(ctx context.Context) (uint64, error) {
-	ack, err := s.conn.publish(ctx, &nats.Msg{Subject: s.confirmSubject()})
+	// Not counted as a write (wroteAck): the bench's and the metrics'
+	// writes are what changes the store.
+	var ack *jetstream.PubAck
+	err := retried(ctx, func(ctx context.Context) error {
+		var err error
+		ack, err = s.conn.js.PublishMsg(ctx, &nats.Msg{Subject: s.confirmSubject()})
+		return translate(err)
+	})
 	if err != nil {
 		return 0, fmt.Errorf("bus: confirming the latest revision of %s: %w", s.spec.Resource, err)
 	}
@@ -52,25 +73,67 @@ func (s *Store) confirmed(ctx context.Context) (uint64, error) {
 	return ack.Sequence, nil
 }
 
-// ensureConfirmations adds the confirmation subject to the stream of a
-// bucket of objects, made new or before there was one. The bus's own
-// buckets have none: nothing reads them as a client's list does.
+// confirmation is a read's confirmed revision, written when first needed
+// and once only: a limited list that gives way to a full read confirms
+// once.
+type confirmation struct {
+	s   *Store
+	rev uint64
+}
+
+func (c *confirmation) get(ctx context.Context) (uint64, error) {
+	if c.rev == 0 {
+		rev, err := c.s.confirmed(ctx)
+		if err != nil {
+			return 0, err
+		}
+		c.rev = rev
+	}
+	return c.rev, nil
+}
+
+// ensureConfirmations gives the stream of a bucket of objects, made new or
+// before there was one, its confirmation subject, and refuses rollups on
+// it: a rollup (a message with Nats-Rollup) purges a whole stream, and
+// the confined roles and the nodes may publish on the confirmation
+// subject (and on some keys). Nothing here rolls up; compaction purges
+// through the JetStream API, which they may not use. A connection that
+// may not change streams waits for the control plane to do it. The bus's
+// own buckets have none: nothing reads them as a client's list does.
 func (c *Conn) ensureConfirmations(ctx context.Context, spec bucketSpec) error {
 	if !spec.confirmable {
 		return nil
 	}
-	bucket := spec.name
-	st, err := c.js.Stream(ctx, kvStream(bucket))
+	st, err := c.js.Stream(ctx, kvStream(spec.name))
 	if err != nil {
-		return fmt.Errorf("bus: open bucket %s: %w", bucket, translate(err))
+		return fmt.Errorf("bus: open bucket %s: %w", spec.name, translate(err))
 	}
 	cfg := st.CachedInfo().Config
-	if slices.Contains(cfg.Subjects, confirmSubject(bucket)) {
+	if !withConfirmations(&cfg, spec.name) {
 		return nil
 	}
-	cfg.Subjects = append(cfg.Subjects, confirmSubject(bucket))
+	if c.openOnly {
+		return fmt.Errorf("bus: bucket %s: %w: it has no confirmation subject yet (the API adds it; one older than this process does not)", spec.name, ErrUnavailable)
+	}
 	if _, err := c.js.UpdateStream(ctx, cfg); err != nil {
-		return fmt.Errorf("bus: bucket %s: adding its confirmation subject: %w", bucket, translate(err))
+		return fmt.Errorf("bus: bucket %s: adding its confirmation subject: %w", spec.name, translate(err))
 	}
 	return nil
+}
+
+// withConfirmations brings a bucket's stream configuration to what
+// ensureConfirmations wants, saying whether it changed anything. Any
+// update of a bucket's stream goes through it, so that one made from an
+// older reading does not take the subject away.
+func withConfirmations(cfg *jetstream.StreamConfig, bucket string) bool {
+	changed := false
+	if !slices.Contains(cfg.Subjects, confirmSubject(bucket)) {
+		cfg.Subjects = append(cfg.Subjects, confirmSubject(bucket))
+		changed = true
+	}
+	if cfg.AllowRollup {
+		cfg.AllowRollup = false
+		changed = true
+	}
+	return changed
 }

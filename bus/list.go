@@ -74,13 +74,14 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (*ListResult, error)
 		}
 		filter = s.subjPrefix + opts.Namespace + "." + opts.Under + ".*"
 	}
+	conf := &confirmation{s: s}
 	if listablePage(opts) {
-		if res, ok, err := s.page(ctx, filter, opts, tok); ok || err != nil {
+		if res, ok, err := s.page(ctx, filter, opts, tok, conf); ok || err != nil {
 			return res, err
 		}
 	}
 	shared := opts.Shared && opts.Under == ""
-	snap, err := s.snapshot(ctx, filter, shared)
+	snap, err := s.snapshot(ctx, filter, shared, conf)
 	if err != nil {
 		return nil, err
 	}
@@ -230,14 +231,17 @@ type snapshot struct {
 }
 
 // snapshot reads the live objects of a namespace (or all). It first
-// writes a confirmation (see confirm.go), and reads every change, and the
-// confirmation subject, until its consumer has delivered the
-// confirmation (or a later message) and has nothing pending: its replica
-// then held every write acknowledged before the list began, and the read
-// has them all. Then it asks the stream's leader for the first matching
-// message after the last one it read:
+// writes a confirmation (see confirm.go), above every write acknowledged
+// before the list began, and reads every change until its consumer has
+// nothing pending; a read of every key reads the whole stream and waits
+// to have seen the confirmation (or a later message) too, so that its
+// replica held all of them. Then it asks the stream's leader for the
+// first matching message after the last one it read:
 //
 //   - none: the read holds the state at that moment, after the list began;
+//   - one no later than the confirmation: the consumer has yet to deliver
+//     it (its replica is behind, or its pending count ran short, see
+//     below), so the read goes on;
 //   - a later one: everything up to that sequence has been read, but a key
 //     written during the read may have moved past it before the consumer
 //     reached its old message (a key holds one message), and the server's
@@ -247,21 +251,22 @@ type snapshot struct {
 //     message of each key the read has not seen is fetched from it.
 //
 // The revision is the last sequence read, at least the confirmation's; a
-// key fetched at the end may carry a later one. Those last questions go
-// to whichever server answers as the leader, so a stale one (see
-// confirm.go) could hide a key written during the read from them; what
-// was acknowledged before the list began does not depend on them.
+// key fetched at the end may carry a later one. Those questions go to
+// whichever server answers as the leader: one that took itself for the
+// leader for the moment after it thawed could answer them from its stale
+// state (see confirm.go); a read of every key does not depend on them for
+// what was acknowledged before it began.
 //
 // A shared read takes each object whose revision the store's shared
 // objects hold from there, and keeps there those it decodes (see
 // sharedObjects).
-func (s *Store) snapshot(ctx context.Context, filter string, shared bool) (*snapshot, error) {
+func (s *Store) snapshot(ctx context.Context, filter string, shared bool, conf *confirmation) (*snapshot, error) {
 	release, err := s.conn.turns.take(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("bus: list %s: waiting for a turn: %w", s.spec.Resource, err)
 	}
 	defer release()
-	upTo, err := s.confirmed(ctx)
+	upTo, err := conf.get(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("bus: list %s: %w", s.spec.Resource, err)
 	}
@@ -295,7 +300,8 @@ func (s *Store) snapshot(ctx context.Context, filter string, shared bool) (*snap
 	}
 	var seen uint64
 	moved := false
-	spec := readSpec{stream: s.stream(), filter: filter, also: s.confirmSubject(), what: "list " + s.spec.Resource, tries: oneShotTries}
+	spec := readSpec{stream: s.stream(), filter: s.readFilter(filter), what: "list " + s.spec.Resource, tries: oneShotTries}
+	whole := spec.filter == wholeStream
 	err = s.conn.read(ctx, spec, func(m rawMsg) error {
 		if m.seq > 0 {
 			seen = m.seq
@@ -303,8 +309,8 @@ func (s *Store) snapshot(ctx context.Context, filter string, shared bool) (*snap
 				apply(m)
 			}
 		}
-		if !m.caughtUp || seen < upTo {
-			return nil // the consumer's replica has yet to store the confirmation
+		if !m.caughtUp || (whole && seen < upTo) {
+			return nil // a read of the whole stream waits to see the confirmation
 		}
 		next, err := s.conn.nextAfter(ctx, s.stream(), filter, seen)
 		switch {
@@ -360,6 +366,15 @@ func (s *Store) fetchUnread(ctx context.Context, filter string, upTo uint64, rea
 // alone may not until the next write.
 func (s *Store) LastRevision(ctx context.Context) (uint64, error) {
 	return s.confirmed(ctx)
+}
+
+// LeaderRevision is the bucket's latest revision as the server answering
+// for the stream's leader knows it: one request, no write, and no proof
+// against a leader cut off from its peers (see confirm.go). For a wait
+// that such an answer only cuts short, as an informer's reaching it is:
+// the informer reads confirmations too.
+func (s *Store) LeaderRevision(ctx context.Context) (uint64, error) {
+	return s.conn.lastSeq(ctx, s.stream())
 }
 
 // Reaches reports whether a read of the whole bucket that has read every

@@ -246,6 +246,10 @@ var nodeLeaseObjects = bucketName("leases.coordination.k8s.io")
 var nodeReadStreams = []string{kvStream(bucketName("pods")), kvStream(bucketName("nodes")), kvStream(leaseBucket), kvStream(metaBucket),
 	kvStream(bucketName("services")), kvStream(bucketName("endpointslices.discovery.k8s.io"))}
 
+// nodeObjectBuckets are the buckets of objects an agent opens.
+var nodeObjectBuckets = []string{bucketName("pods"), bucketName("nodes"), bucketName("services"),
+	bucketName("endpointslices.discovery.k8s.io"), nodeLeaseObjects}
+
 // nodePermissions: reading through the JetStream API's read side only, and
 // only the streams an agent reads (no stream or consumer management, no
 // acknowledgements, consumers only on those streams and on its own part of
@@ -269,10 +273,12 @@ func nodePermissions(node string) jwt.Permissions {
 		"$JS.API.CONSUMER.INFO." + nodePodsStream + ".*",
 		"$JS.API.CONSUMER.DELETE." + nodePodsStream + ".*",
 	}
+	// A read that must hold every acknowledged write writes a
+	// confirmation first (see confirm.go).
+	for _, b := range nodeObjectBuckets {
+		pub = append(pub, confirmSubject(b))
+	}
 	for _, s := range nodeReadStreams {
-		// A read that must hold every acknowledged write writes a
-		// confirmation first (see confirm.go).
-		pub = append(pub, confirmSubject(strings.TrimPrefix(s, "KV_")))
 		pub = append(pub, "$JS.API.STREAM.INFO."+s, "$JS.API.STREAM.MSG.GET."+s, "$JS.API.DIRECT.GET."+s, "$JS.API.DIRECT.GET."+s+".>",
 			"$JS.API.CONSUMER.CREATE."+s+".>", "$JS.API.CONSUMER.MSG.NEXT."+s+".*",
 			"$JS.API.CONSUMER.INFO."+s+".*", "$JS.API.CONSUMER.DELETE."+s+".*")

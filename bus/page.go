@@ -50,11 +50,11 @@ const (
 // first page's resourceVersion does, less those deleted since; a list
 // continued after the store forgot its keys lists them again, and then
 // also holds objects made since.
-func (s *Store) page(ctx context.Context, filter string, opts ListOptions, tok continueToken) (*ListResult, bool, error) {
+func (s *Store) page(ctx context.Context, filter string, opts ListOptions, tok continueToken, conf *confirmation) (*ListResult, bool, error) {
 	rev := tok.Revision
 	keys := s.pages.get(filter, rev, s.now())
 	if keys == nil {
-		upTo, err := s.confirmed(ctx)
+		upTo, err := conf.get(ctx)
 		if err != nil {
 			return nil, false, fmt.Errorf("bus: list %s: %w", s.spec.Resource, err)
 		}
@@ -278,7 +278,7 @@ func (s *Store) nextOf(ctx context.Context, after, upTo uint64) (*storedMsg, err
 	var m *storedMsg
 	err := retried(ctx, func(ctx context.Context) error {
 		var err error
-		m, err = s.conn.leaderGet(ctx, s.stream(), msgGetRequest{Seq: after + 1, NextFor: ">"})
+		m, err = s.conn.leaderGet(ctx, s.stream(), msgGetRequest{Seq: after + 1, NextFor: wholeStream})
 		if errors.Is(err, ErrNotFound) && after < upTo {
 			return errBehind
 		}

@@ -33,10 +33,8 @@ const (
 // readSpec says what to read.
 type readSpec struct {
 	stream string
+	// filter is the subjects to read (wholeStream: every one).
 	filter string
-	// also is a second subject to read, outside filter: a bucket's
-	// confirmation subject (see confirm.go).
-	also string
 	// start is the first stream sequence to deliver; 0 delivers the last
 	// message of each subject first, then every later one.
 	start uint64
@@ -146,9 +144,6 @@ func (r *reader) once(ctx context.Context) error {
 		InactiveThreshold: readInactive,
 		HeadersOnly:       r.spec.headersOnly,
 		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
-	}
-	if r.spec.also != "" {
-		cfg.FilterSubject, cfg.FilterSubjects = "", []string{r.spec.filter, r.spec.also}
 	}
 	switch {
 	case r.next > 0:

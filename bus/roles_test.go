@@ -3,6 +3,7 @@ package bus_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -229,5 +230,51 @@ func consumeOne(ctx context.Context, q *bus.Queue) error {
 		return err
 	case <-ctx.Done():
 		return errors.New("no delivery within 10s")
+	}
+}
+
+// A message with Nats-Rollup purges its whole stream where rollups are
+// allowed, as they are in a key-value bucket made by NATS's client. The
+// roles and the nodes may publish on the buckets' confirmation subjects
+// (and the roles on some keys), so the buckets of objects refuse rollups:
+// such a message from any of them leaves every object where it was.
+func TestRollupsAreRefused(t *testing.T) {
+	ctx := context.Background()
+	op, server := operatorBus(t)
+	stores := seedOwners(t, server)
+	pods := stores["pods"]
+	before, err := pods.List(ctx, bus.ListOptions{})
+	if err != nil || len(before.Items) == 0 {
+		t.Fatalf("seeded pods: %v, %v", before, err)
+	}
+	type who struct {
+		name, inbox string
+		creds       func() ([]byte, error)
+	}
+	var all []who
+	for _, r := range []bus.Role{bus.RoleControllers, bus.RoleScheduler, bus.RoleSimulated} {
+		all = append(all, who{string(r), "_INBOX_" + string(r), func() ([]byte, error) { return op.RoleCreds(r) }})
+	}
+	all = append(all, who{"node n1", "_INBOX_n1", func() ([]byte, error) { return op.NodeCreds("n1") }})
+	for _, w := range all {
+		creds, err := w.creds()
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw := bus.RawConnForTest(t, server.ClientURL(), creds, func(error) {}, nats.CustomInboxPrefix(w.inbox))
+		for _, subj := range []string{"$KV.hs_pods", "$KV.hs_pods.default.mine"} {
+			msg := &nats.Msg{Subject: subj, Header: nats.Header{"Nats-Rollup": []string{"all"}}}
+			reply, err := raw.RequestMsg(msg, 2*time.Second)
+			if err == nil && !strings.Contains(string(reply.Data), `"error"`) {
+				t.Errorf("%s: a rollup on %s was stored: %s", w.name, subj, reply.Data)
+			}
+		}
+		after, err := pods.List(ctx, bus.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(after.Items) != len(before.Items) {
+			t.Fatalf("%s: %d pods after its rollups, %d before", w.name, len(after.Items), len(before.Items))
+		}
 	}
 }

@@ -693,7 +693,7 @@ func (s *Store) ConsumerCount(ctx context.Context) (int, error) {
 // deleted and made anew would start over at 1, and could even be made
 // from the old one's files while the server still removes them).
 func (s *Store) DeleteAll(ctx context.Context) (int, error) {
-	snap, err := s.snapshot(ctx, s.filter("", ""), false)
+	snap, err := s.snapshot(ctx, s.filter("", ""), false, &confirmation{s: s})
 	if err != nil {
 		return 0, err
 	}

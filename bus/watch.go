@@ -106,7 +106,7 @@ type WatchOptions struct {
 	// Object, and a value that is not an object is not reported Corrupt.
 	// For a reader of a few fields, which it decodes itself.
 	Raw bool
-	// Progress asks for Progress events after Synced.
+	// Progress asks a watch of every key for Progress events after Synced.
 	Progress bool
 }
 
@@ -184,9 +184,7 @@ func (opts WatchOptions) skips(m rawMsg) bool {
 func (s *Store) watchSpec(opts WatchOptions) readSpec {
 	spec := readSpec{stream: s.stream(), filter: s.filter(opts.Namespace, opts.Key), what: "watch " + s.spec.Resource,
 		check: func(ctx context.Context, next uint64) error { return s.checkNotCompacted(ctx, next-1) }}
-	if opts.Progress || (opts.Namespace == "" && opts.Key == "") {
-		spec.also = s.confirmSubject()
-	}
+	spec.filter = s.readFilter(spec.filter)
 	if opts.AfterRevision > 0 {
 		spec.start = opts.AfterRevision + 1
 	}

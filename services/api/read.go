@@ -22,7 +22,13 @@ func (s *Service) get(w http.ResponseWriter, r *http.Request, ref *resourceRef) 
 	if e != nil {
 		return e
 	}
-	o, err := ref.store.GetConfirmed(r.Context(), ref.key())
+	// As Kubernetes reads: without a resourceVersion, the latest, which a
+	// confirmation proves; with one ("0": any), the leader's answer.
+	get := ref.store.GetConfirmed
+	if r.URL.Query().Get("resourceVersion") != "" {
+		get = ref.store.Get
+	}
+	o, err := get(r.Context(), ref.key())
 	if err != nil {
 		return storeError(ref, ref.name, err)
 	}

@@ -23,7 +23,7 @@ func (p *Proxy) Env(ctx context.Context, namespace string) []kinds.EnvVar {
 	if svcs == nil {
 		return nil
 	}
-	if rev, err := svcs.Store().LastRevision(ctx); err == nil {
+	if rev, err := svcs.Store().LeaderRevision(ctx); err == nil {
 		svcs.WaitForRevision(ctx, rev, 2*time.Second)
 	}
 	all := kinds.DecodedServices(svcs)
