@@ -49,12 +49,12 @@ func (c *Conn) ensureBucket(ctx context.Context, spec bucketSpec) (jetstream.Key
 			if kv, err = c.js.KeyValue(ctx, spec.name); err != nil {
 				return notCreatedYet("bucket "+spec.name, err)
 			}
-			return c.ensureConfirmations(ctx, spec)
+			return c.guardBucket(ctx, spec)
 		}
 		var err error
 		kv, err = c.js.CreateKeyValue(ctx, cfg)
 		if err == nil {
-			return c.ensureConfirmations(ctx, spec)
+			return c.guardBucket(ctx, spec)
 		}
 		if !errors.Is(err, jetstream.ErrBucketExists) && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			return fmt.Errorf("bus: create bucket %s: %w", spec.name, translate(err))
@@ -70,7 +70,7 @@ func (c *Conn) ensureBucket(ctx context.Context, spec bucketSpec) (jetstream.Key
 		if kv, err = c.js.KeyValue(ctx, spec.name); err != nil {
 			return translate(err)
 		}
-		return c.ensureConfirmations(ctx, spec)
+		return c.guardBucket(ctx, spec)
 	})
 	return kv, err
 }
@@ -203,7 +203,7 @@ func (c *Conn) Retain(ctx context.Context, resource string, ttl time.Duration) e
 			return fmt.Errorf("%w: %s does not expire its values; only an expiring bucket's time to live may change", ErrInvalid, resource)
 		}
 		cfg.MaxAge = ttl
-		withConfirmations(&cfg, bucketName(resource))
+		guarded(&cfg, bucketSpec{name: bucketName(resource), confirmable: true})
 		if _, err := c.js.UpdateStream(ctx, cfg); err != nil {
 			return fmt.Errorf("bus: update stream %s: %w", name, translate(err))
 		}

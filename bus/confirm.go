@@ -92,46 +92,51 @@ func (c *confirmation) get(ctx context.Context) (uint64, error) {
 	return c.rev, nil
 }
 
-// ensureConfirmations gives the stream of a bucket of objects, made new or
-// before there was one, its confirmation subject, and refuses rollups on
-// it: a rollup (a message with Nats-Rollup) purges a whole stream, and
-// the confined roles and the nodes may publish on the confirmation
-// subject (and on some keys). Nothing here rolls up; compaction purges
-// through the JetStream API, which they may not use. A connection that
-// may not change streams waits for the control plane to do it. The bus's
-// own buckets have none: nothing reads them as a client's list does.
-func (c *Conn) ensureConfirmations(ctx context.Context, spec bucketSpec) error {
-	if !spec.confirmable {
-		return nil
-	}
+// guardBucket puts a bucket's stream, made new or by an older version,
+// in the shape this one needs: a bucket of objects gets its confirmation
+// subject; every bucket without delete markers refuses rollups. A rollup
+// (a message with Nats-Rollup) purges a whole stream, and the confined
+// roles and the nodes may publish on confirmation subjects and on some
+// keys; nothing here rolls up (compaction purges through the JetStream
+// API, which they may not use). The server keeps rollups on in a bucket
+// with delete markers (the leases'). A connection that may not change
+// streams waits for the control plane to do it.
+func (c *Conn) guardBucket(ctx context.Context, spec bucketSpec) error {
 	st, err := c.js.Stream(ctx, kvStream(spec.name))
 	if err != nil {
 		return fmt.Errorf("bus: open bucket %s: %w", spec.name, translate(err))
 	}
 	cfg := st.CachedInfo().Config
-	if !withConfirmations(&cfg, spec.name) {
+	if !guarded(&cfg, spec) {
 		return nil
 	}
 	if c.openOnly {
-		return fmt.Errorf("bus: bucket %s: %w: it has no confirmation subject yet (the API adds it; one older than this process does not)", spec.name, ErrUnavailable)
+		return fmt.Errorf("bus: bucket %s: %w", spec.name, errNotGuarded)
 	}
-	if _, err := c.js.UpdateStream(ctx, cfg); err != nil {
-		return fmt.Errorf("bus: bucket %s: adding its confirmation subject: %w", spec.name, translate(err))
+	if st, err = c.js.UpdateStream(ctx, cfg); err != nil {
+		return fmt.Errorf("bus: bucket %s: adding its confirmation subject, refusing rollups: %w", spec.name, translate(err))
+	}
+	if got := st.CachedInfo().Config; guarded(&got, spec) {
+		return fmt.Errorf("%w: bucket %s: the server kept rollups allowed or left out its confirmation subject", ErrIncompatible, spec.name)
 	}
 	return nil
 }
 
-// withConfirmations brings a bucket's stream configuration to what
-// ensureConfirmations wants, saying whether it changed anything. Any
-// update of a bucket's stream goes through it, so that one made from an
-// older reading does not take the subject away.
-func withConfirmations(cfg *jetstream.StreamConfig, bucket string) bool {
+// errNotGuarded: a bucket's stream lacks its confirmation subject, or
+// allows rollups, and this connection may not change it.
+var errNotGuarded = fmt.Errorf("%w: it has no confirmation subject yet, or allows rollups (the API puts that right; one older than this process does not)", ErrUnavailable)
+
+// guarded brings a bucket's stream configuration to what guardBucket
+// wants, saying whether it changed anything. Any update of a bucket's
+// stream goes through it, so that one made from an older reading does
+// not undo it.
+func guarded(cfg *jetstream.StreamConfig, spec bucketSpec) bool {
 	changed := false
-	if !slices.Contains(cfg.Subjects, confirmSubject(bucket)) {
-		cfg.Subjects = append(cfg.Subjects, confirmSubject(bucket))
+	if spec.confirmable && !slices.Contains(cfg.Subjects, confirmSubject(spec.name)) {
+		cfg.Subjects = append(cfg.Subjects, confirmSubject(spec.name))
 		changed = true
 	}
-	if cfg.AllowRollup {
+	if spec.keyTTL == 0 && cfg.AllowRollup {
 		cfg.AllowRollup = false
 		changed = true
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/bus/bustest"
+	"github.com/homeostat/homeostat/testenv/poll"
 )
 
 // Confirmations take revisions in a bucket's stream but are no key's:
@@ -137,10 +137,15 @@ func TestOldBucketsGetTheirConfirmations(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(confined.Close)
-	short, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	if _, err := confined.Store(short, bus.StoreSpec{Resource: "pods", Kind: "Pod", Namespaced: true}); !errors.Is(err, bus.ErrUnavailable) || !strings.Contains(err.Error(), "confirmation subject") {
-		t.Fatalf("a confined process opening an old bucket: %v; want it to wait for the confirmation subject", err)
+	var last error
+	poll.Until(t, "a confined process to say it waits for the bucket's confirmation subject", 30*time.Second, func() bool {
+		short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		defer cancel()
+		_, last = confined.Store(short, bus.StoreSpec{Resource: "pods", Kind: "Pod", Namespaced: true})
+		return errors.Is(last, bus.ErrNotGuarded)
+	})
+	if !errors.Is(last, bus.ErrUnavailable) {
+		t.Fatalf("a confined process opening an old bucket: %v; want it unavailable", last)
 	}
 	opened := make(chan error, 1)
 	go func() {

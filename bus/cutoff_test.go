@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/bus/bustest"
 	"github.com/homeostat/homeostat/object"
@@ -93,15 +90,7 @@ func writeUntilAcknowledged(t *testing.T, w *bus.Store, try int) (uint64, string
 // stream's leader.
 func stillLeads(t *testing.T, cl *bustest.Cluster, i int, stream string) bool {
 	t.Helper()
-	nc, err := nats.Connect(cl.URLs(i))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := rawJetStreamAt(t, cl.URLs(i))
 	c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	st, err := js.Stream(c, stream)
@@ -169,16 +158,25 @@ func readAround(t *testing.T, spec readAroundSpec) {
 			return at, all, nil
 		},
 	}
+	// Through the cut-off server, one try, in time; through the others,
+	// tries until one answers (a read's consumer waits for the cluster's
+	// own leader, which the cut-off server may have been), for a minute.
 	check := func(side string, s *bus.Store, mayFail bool, what string, fn read) {
-		c, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		rev, items, err := fn(c, s)
+		var rev uint64
+		var items []*object.Object
+		var err error
+		poll.Within(time.Minute, func() bool {
+			c, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			rev, items, err = fn(c, s)
+			return err == nil || mayFail
+		})
 		switch {
 		case err != nil && mayFail:
 			t.Logf("%s through %s: %v", what, side, err)
 			return
 		case err != nil:
-			t.Errorf("%s through %s: %v", what, side, err)
+			t.Errorf("%s through %s, for a minute: %v", what, side, err)
 			return
 		}
 		if rev < spec.acked {
@@ -202,15 +200,7 @@ func readAround(t *testing.T, spec readAroundSpec) {
 // streamLeader is the index of the server leading stream.
 func streamLeader(t *testing.T, cl *bustest.Cluster, stream string) int {
 	t.Helper()
-	nc, err := nats.Connect(cl.URLs())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := rawJetStreamAt(t, cl.URLs())
 	leader := -1
 	poll.Until(t, "the stream to have a leader", 30*time.Second, func() bool {
 		c, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -93,3 +93,6 @@ func StoredForTest(ctx context.Context, s *Store, key string) ([]byte, string, e
 func PublishWithLayoutForTest(ctx context.Context, s *Store, key string, data []byte, expect uint64, layout string) (uint64, error) {
 	return s.publish(ctx, key, data, expect, nats.Header{headerLayout: []string{layout}})
 }
+
+// ErrNotGuarded is errNotGuarded, for tests.
+var ErrNotGuarded = errNotGuarded

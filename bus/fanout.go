@@ -266,7 +266,7 @@ func (w *fanWatch) wants(ev Event) bool {
 	key := ev.Key
 	switch {
 	case ev.Type == Progress:
-		return w.opts.Progress
+		return w.opts.Progress && w.opts.Key == "" && w.opts.Namespace == ""
 	case w.opts.Key != "":
 		return key == w.opts.Key
 	case w.opts.Namespace != "":

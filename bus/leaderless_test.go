@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/homeostat/homeostat/bus"
@@ -45,15 +44,7 @@ func TestLastSeqRefusesAReplicaWithoutLeader(t *testing.T) {
 	cl.Stop(1)
 	cl.Stop(2)
 	stream := streamOf("widgets.example.com")
-	nc, err := nats.Connect(cl.URLs())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := rawJetStreamAt(t, cl.URLs())
 	// The state to reach: the remaining replica answers for the stream,
 	// naming no leader.
 	poll.Until(t, "a replica to answer for the leaderless stream", 60*time.Second, func() bool {

@@ -91,7 +91,14 @@ func readRestarts(t testing.TB, stream string) float64 {
 // (or a fault) acting behind the bus's back would.
 func rawJetStream(t *testing.T, c *bus.Conn) jetstream.JetStream {
 	t.Helper()
-	nc, err := nats.Connect(c.ClientURL())
+	return rawJetStreamAt(t, c.ClientURL())
+}
+
+// rawJetStreamAt is a plain JetStream client of the servers at urls,
+// closed when the test ends.
+func rawJetStreamAt(t *testing.T, urls string) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(urls)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/testenv/poll"
@@ -256,13 +257,32 @@ func TestRollupsAreRefused(t *testing.T) {
 		all = append(all, who{string(r), "_INBOX_" + string(r), func() ([]byte, error) { return op.RoleCreds(r) }})
 	}
 	all = append(all, who{"node n1", "_INBOX_n1", func() ([]byte, error) { return op.NodeCreds("n1") }})
+	// A bucket of the bus's own that a role writes: the retry records.
+	if _, err := server.RetryRecords(ctx); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := op.ControlPlaneCreds("admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(bus.RawConnForTest(t, server.ClientURL(), admin, func(error) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, "$KV.hs_reconcile.seed", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
 	for _, w := range all {
 		creds, err := w.creds()
 		if err != nil {
 			t.Fatal(err)
 		}
 		raw := bus.RawConnForTest(t, server.ClientURL(), creds, func(error) {}, nats.CustomInboxPrefix(w.inbox))
-		for _, subj := range []string{"$KV.hs_pods", "$KV.hs_pods.default.mine"} {
+		subjects := []string{"$KV.hs_pods", "$KV.hs_pods.default.mine"}
+		if w.name == string(bus.RoleControllers) {
+			subjects = append(subjects, "$KV.hs_reconcile.x")
+		}
+		for _, subj := range subjects {
 			msg := &nats.Msg{Subject: subj, Header: nats.Header{"Nats-Rollup": []string{"all"}}}
 			reply, err := raw.RequestMsg(msg, 2*time.Second)
 			if err == nil && !strings.Contains(string(reply.Data), `"error"`) {
@@ -275,6 +295,13 @@ func TestRollupsAreRefused(t *testing.T) {
 		}
 		if len(after.Items) != len(before.Items) {
 			t.Fatalf("%s: %d pods after its rollups, %d before", w.name, len(after.Items), len(before.Items))
+		}
+		st, err := js.Stream(ctx, "KV_hs_reconcile")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.GetLastMsgForSubject(ctx, "$KV.hs_reconcile.seed"); err != nil {
+			t.Fatalf("%s: the retry records' seed after its rollups: %v", w.name, err)
 		}
 	}
 }

@@ -153,7 +153,6 @@ func (s *Store) Watch(ctx context.Context, opts WatchOptions) (<-chan Event, err
 	case opts.Shared:
 		decode = s.sharedEvent
 	}
-	decode = s.withProgress(decode, opts.Progress)
 	if opts.skipsAny() {
 		full := decode
 		decode = func(m rawMsg, live bool) Event {
@@ -163,6 +162,8 @@ func (s *Store) Watch(ctx context.Context, opts WatchOptions) (<-chan Event, err
 			return full(m, live)
 		}
 	}
+	// Outermost: a confirmation reaches none of the others.
+	decode = s.withProgress(decode, opts.Progress)
 	return s.conn.watch(ctx, s.watchSpec(opts), opts.Buffer, opts.AfterRevision == 0, decode), nil
 }
 

@@ -401,7 +401,10 @@ func (i *Informer) run(ctx context.Context) {
 }
 
 func (i *Informer) watch(ctx context.Context, after uint64) error {
-	baseline, err := i.store.LastRevision(ctx)
+	// Unconfirmed: a confirmation costs a write, which every reader of
+	// the kind receives, at each informer's start; a confirmed revision
+	// a caller waits for comes to the informer as Progress.
+	baseline, err := i.store.LeaderRevision(ctx)
 	if err != nil {
 		return err
 	}

@@ -22,10 +22,15 @@ func (s *Service) get(w http.ResponseWriter, r *http.Request, ref *resourceRef) 
 	if e != nil {
 		return e
 	}
-	// As Kubernetes reads: without a resourceVersion, the latest, which a
-	// confirmation proves; with one ("0": any), the leader's answer.
+	// As Kubernetes reads: "0" takes any version (the leader's answer);
+	// none, or N (not older than N), the latest, which a confirmation
+	// proves.
+	rv := r.URL.Query().Get("resourceVersion")
+	if _, err := bus.Revision(rv); err != nil {
+		return badRequest("%v", err)
+	}
 	get := ref.store.GetConfirmed
-	if r.URL.Query().Get("resourceVersion") != "" {
+	if rv == "0" {
 		get = ref.store.Get
 	}
 	o, err := get(r.Context(), ref.key())

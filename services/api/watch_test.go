@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -214,4 +215,25 @@ func TestWatchBookmarks(t *testing.T) {
 	plain.next(object.Added, "c")
 	mustCode(t, call(t, "POST", pods, "", pod("d")), http.StatusCreated, "")
 	plain.next(object.Added, "d")
+}
+
+// A GET reads as Kubernetes' does: "0" any version, none or N the latest;
+// a resourceVersion that is no revision is a 400 naming it.
+func TestGetByResourceVersion(t *testing.T) {
+	base := startAPI(t, conn(t))
+	pods := base + "/api/v1/namespaces/default/pods"
+	created := call(t, "POST", pods, "", `{"metadata":{"name":"g"},"spec":{"containers":[{"name":"c","command":["x"]}]}}`)
+	mustCode(t, created, http.StatusCreated, "")
+	for _, rv := range []string{"", "0", created.obj.Metadata.ResourceVersion} {
+		r := call(t, "GET", pods+"/g?resourceVersion="+rv, "", "")
+		mustCode(t, r, http.StatusOK, "")
+		if r.obj.Metadata.ResourceVersion != created.obj.Metadata.ResourceVersion {
+			t.Errorf("GET with resourceVersion %q: %s, want %s", rv, r.obj.Metadata.ResourceVersion, created.obj.Metadata.ResourceVersion)
+		}
+	}
+	r := call(t, "GET", pods+"/g?resourceVersion=abc", "", "")
+	mustCode(t, r, http.StatusBadRequest, object.ReasonBadRequest)
+	if !strings.Contains(string(r.body), `resourceVersion \"abc\"`) {
+		t.Errorf("GET with resourceVersion abc: %s; want the message to name it", r.body)
+	}
 }

@@ -126,7 +126,7 @@ func (s *deploymentState) growing() bool {
 const catchUpWait = 2 * time.Second
 
 // catchUp waits until the ReplicaSet cache reflects the store's latest
-// revision, as its leader knows it.
+// revision, confirmed (see bus.Store.LastRevision).
 func (c *deployments) catchUp(ctx context.Context) error {
 	last, err := c.rs.Store().LastRevision(ctx)
 	if err != nil {
