@@ -3,12 +3,14 @@ package kubeconfig_test
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -162,5 +164,54 @@ func TestLoadErrors(t *testing.T) {
 	c = &kubeconfig.Config{Contexts: []kubeconfig.NamedContext{{Name: "x", Context: kubeconfig.Context{Cluster: "gone"}}}}
 	if _, err := c.Target("x"); err == nil || !strings.Contains(err.Error(), `no cluster "gone"`) {
 		t.Fatalf("a missing cluster: %v", err)
+	}
+}
+
+// Writers that share a data directory (API replicas starting together)
+// write the same kubeconfig at once: each write lands whole, none fails,
+// and no temporary file is left behind.
+func TestConcurrentWrites(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "admin.kubeconfig")
+	const writers = 8
+	errs := make(chan error, writers*20)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				c := &kubeconfig.Config{CurrentContext: fmt.Sprintf("writer-%d", w)}
+				errs <- c.Write(path)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("a concurrent write: %v", err)
+		}
+	}
+	c, err := kubeconfig.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(c.CurrentContext, "writer-") {
+		t.Fatalf("the file holds context %q, no writer's", c.CurrentContext)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 {
+		t.Fatalf("%d files left in the directory, want the kubeconfig alone", len(entries))
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Mode().Perm() != 0o600 {
+		t.Fatalf("the kubeconfig's mode %v, want 0600", info.Mode().Perm())
 	}
 }
