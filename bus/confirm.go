@@ -56,13 +56,13 @@ func (s *Store) isConfirmation(m rawMsg) bool { return len(m.subject) < len(s.su
 // replicas has stored, at least that of every write acknowledged before
 // the call: the sequence of a confirmation written now.
 func (s *Store) confirmed(ctx context.Context) (uint64, error) {
-	// Not counted as a write (wroteAck): the bench's and the metrics'
-	// writes are what changes the store.
+	// Not counted as a write: the bench's and the metrics' writes are
+	// what changes the store.
 	var ack *jetstream.PubAck
 	err := retried(ctx, func(ctx context.Context) error {
 		var err error
-		ack, err = s.conn.js.PublishMsg(ctx, &nats.Msg{Subject: s.confirmSubject()})
-		return translate(err)
+		ack, err = s.conn.storeOnce(ctx, &nats.Msg{Subject: s.confirmSubject()})
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("bus: confirming the latest revision of %s: %w", s.spec.Resource, err)

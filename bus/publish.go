@@ -38,14 +38,20 @@ func (c *Conn) publish(ctx context.Context, msg *nats.Msg, opts ...jetstream.Pub
 }
 
 func (c *Conn) publishOnce(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	ack, err := c.storeOnce(ctx, msg, opts...)
+	if err == nil {
+		wroteAck(ack)
+	}
+	return ack, err
+}
+
+// storeOnce is one attempt of a publish, not counted among the store's
+// writes (a confirmation's, see confirm.go).
+func (c *Conn) storeOnce(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
 	ctx, cancel := context.WithTimeout(ctx, tryTimeout)
 	defer cancel()
 	ack, err := c.js.PublishMsg(ctx, msg, opts...)
-	if err != nil {
-		return nil, translate(err)
-	}
-	wroteAck(ack)
-	return ack, nil
+	return ack, translate(err)
 }
 
 // handOver sends msg to stream without waiting for the store's answer,
