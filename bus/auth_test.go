@@ -201,7 +201,7 @@ func attackAsNode1(t *testing.T, url string, creds []byte) {
 		nats.CustomInboxPrefix("_INBOX_n1"))
 	forged := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"x"},"spec":{"nodeName":"n1"}}`)
 	refused := []string{
-		"$KV.hs_nodes.n2", "$KV.hs_leases.node.n2", "$KV.hs_pods.default.theirs", "$KV.hs_pods.default.mine",
+		"$KV.hs_nodes.n2", "$KV.hs_leases.node.n2", "$KV.hs_leases.node.n1", "$KV.hs_leases.scheduler", "$KV.hs_pods.default.theirs", "$KV.hs_pods.default.mine",
 		"$KV.hs_deployments_apps.default.d", "$KV.hs_replicasets_apps.default.rs",
 		"$KV.hs_roles_rbac_authorization_k8s_io.default.r", "$KV.hs_clusterrolebindings_rbac_authorization_k8s_io.crb",
 		"$JS.API.STREAM.CREATE.EVIL", "$JS.API.STREAM.UPDATE.KV_hs_pods", "$JS.API.STREAM.DELETE.KV_hs_deployments_apps",
@@ -214,6 +214,7 @@ func attackAsNode1(t *testing.T, url string, creds []byte) {
 		"$JS.API.DIRECT.GET.KV_hs_secrets", "$JS.API.STREAM.MSG.GET.KV_hs_secrets", "$JS.API.CONSUMER.CREATE.KV_hs_secrets.x",
 		"$JS.API.DIRECT.GET.KV_hs_roles_rbac_authorization_k8s_io", "$JS.API.STREAM.MSG.GET.KV_hs_serviceaccounts",
 		"$JS.API.CONSUMER.CREATE.HS_AUDIT.x", "$JS.API.STREAM.INFO.HS_AUDIT",
+		"$JS.API.STREAM.MSG.GET.KV_hs_leases", "$JS.API.CONSUMER.CREATE.KV_hs_leases.x",
 	}
 	for _, subj := range refused {
 		if err := raw.Publish(subj, forged); err != nil {
@@ -325,13 +326,7 @@ func nodeAgentDoesItsWork(t *testing.T, server, agent *bus.Conn) {
 	if _, err := nodes.Update(ctx, n1, bus.UpdateOptions{Current: n1}); err != nil {
 		t.Fatalf("a node updating its own Node: %v", err)
 	}
-	leases, err := agent.Leases(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := leases.Acquire(ctx, bus.NodeLeaseKey("n1"), "agent-n1", time.Minute); err != nil {
-		t.Fatalf("a node taking its own heartbeat lease: %v", err)
-	}
+	nodeKeepsItsHeartbeat(t, server, agent)
 	leaseObjects, err := agent.Store(ctx, bus.StoreSpec{Resource: "leases.coordination.k8s.io", Kind: "Lease", Namespaced: true})
 	if err != nil {
 		t.Fatalf("a node opening the Lease objects: %v", err)

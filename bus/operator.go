@@ -148,7 +148,7 @@ func (o *Operator) accountKey() (string, error) { return o.account.PublicKey() }
 
 // maxControlLine bounds a protocol line on a server trusting the operator.
 // A node's credentials name each subject of each stream it reads (pods,
-// nodes, leases, Services, EndpointSlices): their JWT, which a client
+// nodes, Services, EndpointSlices): their JWT, which a client
 // sends in its CONNECT line, outgrew NATS's default of 4 KiB.
 const maxControlLine = 16 << 10
 
@@ -172,9 +172,9 @@ func (o *Operator) ControlPlaneCreds(name string) ([]byte, error) {
 	return o.creds(name, jwt.Permissions{})
 }
 
-// NodeCreds are credentials for one node's agent: it may read the pods,
-// nodes and leases, and write only its own Node and heartbeat lease, and
-// ask the node relay to write its pods' status.
+// NodeCreds are credentials for one node's agent: it may read the pods
+// and nodes, write only its own Node and Lease object, and ask the node
+// relay to write its pods' status and its heartbeat lease.
 func (o *Operator) NodeCreds(node string) ([]byte, error) {
 	if err := validNodeName(node); err != nil {
 		return nil, err
@@ -243,7 +243,7 @@ var nodeLeaseObjects = bucketName("leases.coordination.k8s.io")
 
 // nodeReadStreams are the streams a node's agent reads whole.
 // Its proxy reads Services and their EndpointSlices, as kube-proxy does.
-var nodeReadStreams = []string{kvStream(bucketName("pods")), kvStream(bucketName("nodes")), kvStream(leaseBucket), kvStream(metaBucket),
+var nodeReadStreams = []string{kvStream(bucketName("pods")), kvStream(bucketName("nodes")), kvStream(metaBucket),
 	kvStream(bucketName("services")), kvStream(bucketName("endpointslices.discovery.k8s.io"))}
 
 // nodeObjectBuckets are the buckets of objects an agent opens.
@@ -255,13 +255,13 @@ var nodeObjectBuckets = []string{bucketName("pods"), bucketName("nodes"), bucket
 // acknowledgements, consumers only on those streams and on its own part of
 // the pod index), subscribing only to its own inbox (so that no stream can
 // be made to deliver into a subject it listens on), and publishing only its
-// own keys and requests to the relay.
+// own keys and requests to the relay. No subject of the leases' bucket,
+// which allows rollups: its heartbeat goes through the relay.
 func nodePermissions(node string) jwt.Permissions {
 	var p jwt.Permissions
 	pub := []string{
 		"$JS.API.INFO",
 		kvPrefix(bucketName("nodes")) + node,
-		kvPrefix(leaseBucket) + NodeLeaseKey(node),
 		// Its Lease object in kube-node-lease, which it reads back through
 		// the stream's leader (Lease objects hold no secrets).
 		kvPrefix(nodeLeaseObjects) + "kube-node-lease." + node,

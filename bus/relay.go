@@ -19,7 +19,11 @@ import (
 // agent asks the relay, on a subject its credentials pin to its node, and
 // the relay writes only pods bound to that node, and of them only the
 // status, or the final removal of a pod being deleted (what Kubernetes'
-// NodeRestriction admits for a kubelet).
+// NodeRestriction admits for a kubelet). It also keeps the node's
+// heartbeat lease: the leases' bucket allows rollups (its expiry's delete
+// markers need them), so a node that could publish to it could empty it
+// with one message, every other node's heartbeat and every leader's lease
+// with it.
 
 const (
 	relayPrefix = "hs.relay."
@@ -35,17 +39,22 @@ var ErrForbidden = errors.New("forbidden")
 
 type relayRequest struct {
 	// Op is "status" (Pod's status, at Pod's resourceVersion), "remove"
-	// (Key, whose UID must match, once it is being deleted) or "config"
-	// (what the pod at Key, with UID, refers to).
+	// (Key, whose UID must match, once it is being deleted), "config"
+	// (what the pod at Key, with UID, refers to), or "acquire" and "renew"
+	// (the node's heartbeat lease, see heartbeat.go).
 	Op  string         `json:"op"`
 	Pod *object.Object `json:"pod,omitempty"`
 	Key string         `json:"key,omitempty"`
 	UID string         `json:"uid,omitempty"`
+	// Lease is the heartbeat's holder, time to live and, to renew, the
+	// revision it holds.
+	Lease *relayLease `json:"lease,omitempty"`
 }
 
 type relayReply struct {
 	Pod    *object.Object `json:"pod,omitempty"`
 	Config *PodConfig     `json:"config,omitempty"`
+	Lease  *relayLease    `json:"lease,omitempty"`
 	Code   string         `json:"code,omitempty"`
 	Error  string         `json:"error,omitempty"`
 }
@@ -56,12 +65,13 @@ var relayCodes = []struct {
 	err  error
 }{
 	{"Forbidden", ErrForbidden}, {"Unavailable", ErrUnavailable}, {"NotFound", ErrNotFound},
-	{"Conflict", ErrConflict}, {"Invalid", ErrInvalid},
+	{"Conflict", ErrConflict}, {"AlreadyExists", ErrAlreadyExists}, {"Invalid", ErrInvalid},
 }
 
 // NodeWriter writes a node's pods through the relay.
 type NodeWriter struct {
 	conn    *Conn
+	node    string
 	subject string
 }
 
@@ -70,7 +80,7 @@ func (c *Conn) NodeWriter(node string) (*NodeWriter, error) {
 	if err := validNodeName(node); err != nil {
 		return nil, err
 	}
-	return &NodeWriter{conn: c, subject: relaySubject(node)}, nil
+	return &NodeWriter{conn: c, node: node, subject: relaySubject(node)}, nil
 }
 
 // UpdateStatus writes pod's status over the revision in its
@@ -139,6 +149,10 @@ func (c *Conn) ServeNodeRelay(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	leases, err := c.Leases(ctx)
+	if err != nil {
+		return err
+	}
 	nodeOf := func(m *nats.Msg) string {
 		return tokenNode(strings.TrimSuffix(strings.TrimPrefix(m.Subject, relayPrefix), ".pods"))
 	}
@@ -157,7 +171,7 @@ func (c *Conn) ServeNodeRelay(ctx context.Context, log *slog.Logger) error {
 	}
 	return c.serveRequests(ctx, relayPrefix+"*.pods", relayQueue, fromNode, func(ctx context.Context, m *nats.Msg) relayReply {
 		node := nodeOf(m)
-		rep := relayWrite(ctx, relayStores{pods: pods, configs: configs}, node, m.Data)
+		rep := relayWrite(ctx, relayStores{pods: pods, configs: configs, leases: leases}, node, m.Data)
 		if rep.Code == "Forbidden" {
 			relayRefusals.WithLabelValues("forbidden").Inc()
 			log.Warn("node relay refused a write", "node", node, "err", rep.Error)
@@ -177,6 +191,7 @@ type podWriter interface {
 type relayStores struct {
 	pods    podWriter
 	configs configStores
+	leases  heartbeatLeases
 }
 
 // relayWrite carries out one request of node, if node may make it.
@@ -185,6 +200,9 @@ func relayWrite(ctx context.Context, st relayStores, node string, data []byte) r
 	var req relayRequest
 	if err := json.Unmarshal(data, &req); err != nil {
 		return failed(fmt.Errorf("%w: %v", ErrInvalid, err))
+	}
+	if req.Op == "acquire" || req.Op == "renew" {
+		return relayHeartbeat(ctx, st.leases, node, req)
 	}
 	key, uid := req.Key, req.UID
 	if req.Op == "status" {

@@ -272,6 +272,13 @@ func TestRollupsAreRefused(t *testing.T) {
 	if _, err := js.Publish(ctx, "$KV.hs_reconcile.seed", []byte("x")); err != nil {
 		t.Fatal(err)
 	}
+	leases, err := server.Leases(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leases.Acquire(ctx, "scheduler", "s1", time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	for _, w := range all {
 		creds, err := w.creds()
 		if err != nil {
@@ -281,6 +288,11 @@ func TestRollupsAreRefused(t *testing.T) {
 		subjects := []string{"$KV.hs_pods", "$KV.hs_pods.default.mine"}
 		if w.name == string(bus.RoleControllers) {
 			subjects = append(subjects, "$KV.hs_reconcile.x")
+		}
+		if w.name == "node n1" {
+			// The leases' bucket allows rollups: a node may not publish
+			// there at all, not even on its own heartbeat's key.
+			subjects = append(subjects, "$KV.hs_leases.node.n1")
 		}
 		for _, subj := range subjects {
 			msg := &nats.Msg{Subject: subj, Header: nats.Header{"Nats-Rollup": []string{"all"}}}
@@ -302,6 +314,11 @@ func TestRollupsAreRefused(t *testing.T) {
 		}
 		if _, err := st.GetLastMsgForSubject(ctx, "$KV.hs_reconcile.seed"); err != nil {
 			t.Fatalf("%s: the retry records' seed after its rollups: %v", w.name, err)
+		}
+		if w.name == "node n1" {
+			if _, err := leases.Get(ctx, "scheduler"); err != nil {
+				t.Fatalf("the scheduler's lease after node n1's rollup: %v", err)
+			}
 		}
 	}
 }

@@ -210,6 +210,28 @@ func TestRenewal(t *testing.T) {
 	}
 }
 
+func TestAnyHeartbeatLive(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	grace := 40 * time.Second
+	renewed := func(ago time.Duration) *bus.Lease { return &bus.Lease{Holder: "a", Renewed: now.Add(-ago)} }
+	for _, tc := range []struct {
+		name   string
+		nodes  []string
+		leases map[string]*bus.Lease
+		want   bool
+	}{
+		{"no nodes", nil, map[string]*bus.Lease{"n1": renewed(0)}, false},
+		{"one node live", []string{"n1", "n2"}, map[string]*bus.Lease{"n1": renewed(50 * time.Second), "n2": renewed(10 * time.Second)}, true},
+		{"every lease lapsed", []string{"n1", "n2"}, map[string]*bus.Lease{"n1": renewed(50 * time.Second), "n2": renewed(grace)}, false},
+		{"every lease gone", []string{"n1", "n2"}, map[string]*bus.Lease{}, false},
+		{"a live lease of no node", []string{"n1"}, map[string]*bus.Lease{"n1": renewed(time.Minute), "gone": renewed(0)}, false},
+	} {
+		if got := anyHeartbeatLive(tc.nodes, tc.leases, now, grace); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestUntilExpiry(t *testing.T) {
 	secs := func(n int32) *int32 { return &n }
 	done := kinds.JobStatus{Conditions: []object.Condition{{Type: "Complete", Status: object.ConditionTrue}}}

@@ -17,7 +17,10 @@ import (
 // lapses (or was not renewed within NodeGrace) becomes Ready=Unknown and
 // is tainted unreachable, so nothing new lands there; after EvictAfter its
 // pods are deleted so that their owners replace them elsewhere. When the
-// heartbeats return, the taints go and the node is Ready again.
+// heartbeats return, the taints go and the node is Ready again. When every
+// node's heartbeat has lapsed at once it evicts nothing (Kubernetes' full
+// disruption): that is likelier a fault of what carries the heartbeats (the
+// API's node relay, the bus) than of every node.
 type nodeLifecycle struct {
 	nodes, pods *reconcile.Informer
 	events      *reconcile.Recorder
@@ -110,7 +113,31 @@ func (c *nodeLifecycle) Reconcile(ctx context.Context, req reconcile.Request) (r
 	if wait := c.evictAfter - now.Sub(ready.LastTransitionTime); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait + time.Second}, nil
 	}
+	if c.everyHeartbeatLapsed(now) {
+		c.events.Event(ctx, n, kinds.EventWarning, "EvictionHeld",
+			"Every node stopped posting heartbeats at once: evicting nothing until one posts again, as the fault is likelier the control plane's")
+		return reconcile.Result{RequeueAfter: c.grace}, nil
+	}
 	return reconcile.Result{}, c.evict(ctx, n)
+}
+
+// everyHeartbeatLapsed says whether no node has a live heartbeat.
+func (c *nodeLifecycle) everyHeartbeatLapsed(now time.Time) bool {
+	names := c.nodes.Keys()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return !anyHeartbeatLive(names, c.leases, now, c.grace)
+}
+
+// anyHeartbeatLive says whether one of the nodes named has a lease renewed
+// within grace of now.
+func anyHeartbeatLive(nodes []string, leases map[string]*bus.Lease, now time.Time, grace time.Duration) bool {
+	for _, name := range nodes {
+		if l := leases[name]; l != nil && now.Sub(l.Renewed) < grace {
+			return true
+		}
+	}
+	return false
 }
 
 var lifecycleTaints = []kinds.Taint{

@@ -112,6 +112,9 @@ type Config struct {
 	// Config fetches what pods refer to; by default the Pods writer if it
 	// can (the relay), else the store.
 	Config ConfigSource
+	// Heartbeats keeps the node's heartbeat lease; by default the Pods
+	// writer if it can (the relay), else the bus's leases.
+	Heartbeats Heartbeats
 	// StopPodsOnExit stops every container when the agent stops; by default
 	// they keep running and the next agent adopts them.
 	StopPodsOnExit bool
@@ -247,7 +250,7 @@ func (a *Agent) run(ctx context.Context) error {
 			return err
 		}
 	}
-	leases, err := a.cfg.Bus.Leases(ctx)
+	leases, err := a.heartbeats(ctx)
 	if err != nil {
 		return err
 	}
@@ -436,61 +439,6 @@ func (w storeWriter) Remove(ctx context.Context, key, uid string) error {
 	zero := int64(0)
 	_, _, err := w.pods.Delete(ctx, key, bus.DeleteOptions{UID: uid, GracePeriodSeconds: &zero})
 	return err
-}
-
-// ErrNodeTaken: another live agent holds the node name.
-var ErrNodeTaken = errors.New("node name taken")
-
-func (a *Agent) leaseKey() string { return bus.NodeLeaseKey(a.cfg.NodeName) }
-
-// heartbeat renews the node's lease. Should another agent take the node
-// name (ours lapsed while we were cut off), this agent stops rather than
-// run pods alongside it.
-func (a *Agent) heartbeat(ctx context.Context, leases *bus.Leases, lease *bus.Lease, stop context.CancelCauseFunc) {
-	t := time.NewTicker(a.cfg.HeartbeatEvery)
-	defer t.Stop()
-	lastStatus := time.Now() // register wrote it
-	a.showHeartbeat(ctx, &lastStatus)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		next, err := leases.Renew(ctx, lease, a.cfg.Grace)
-		if errors.Is(err, bus.ErrConflict) {
-			next, err = leases.Acquire(ctx, a.leaseKey(), a.cfg.Identity, a.cfg.Grace)
-			if errors.Is(err, bus.ErrAlreadyExists) {
-				a.log.Error("another agent took this node; stopping", "err", err)
-				stop(fmt.Errorf("nodeagent: node %s: %w (%v)", a.cfg.NodeName, ErrNodeTaken, err))
-				return
-			}
-		}
-		if err != nil {
-			if ctx.Err() == nil {
-				a.log.Warn("heartbeat failed", "err", err)
-			}
-			continue
-		}
-		lease = next
-		a.showHeartbeat(ctx, &lastStatus)
-	}
-}
-
-// showHeartbeat renews the node's Lease object and, each StatusEvery, the
-// Node's status with its heartbeat time: what kubectl describe node shows.
-// Neither is what the control plane acts on, so a failure is only logged.
-func (a *Agent) showHeartbeat(ctx context.Context, lastStatus *time.Time) {
-	if time.Since(*lastStatus) >= a.cfg.StatusEvery {
-		if err := a.register(ctx); err != nil && ctx.Err() == nil {
-			a.log.Warn("refreshing the node's status", "err", err)
-		} else {
-			*lastStatus = time.Now()
-		}
-	}
-	if err := a.leaseObject.renew(ctx, a.nodeUID, a.cfg.Grace); err != nil && ctx.Err() == nil {
-		a.log.Warn("renewing the node's Lease", "err", err)
-	}
 }
 
 // watch follows the node's pods: the index says which pods are bound here.

@@ -2,6 +2,7 @@ package nodeagent_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -129,6 +130,61 @@ func TestUnreachableNodeIsTaintedAndEvicted(t *testing.T) {
 		_ = n.DecodeStatus(&st)
 		c := object.FindCondition(st.Conditions, "Ready")
 		return c != nil && c.Status == "True" && len(spec.Taints) == 0
+	})
+}
+
+// When every node's heartbeat lapses at once, the node lifecycle evicts
+// nothing (the fault is likelier what carries the heartbeats); once one
+// node posts again, the others' pods are evicted and replaced on it.
+func TestEveryHeartbeatLapsedEvictsNothing(t *testing.T) {
+	e := testenv.New(t)
+	// Evicting after 5 s leaves the second node's heartbeat time to lapse
+	// (2 s) however long stopping the first one takes on a busy machine.
+	e.Controllers(func(c *controllers.Config) { c.NodeGrace, c.EvictAfter = 2*time.Second, 5*time.Second })
+	e.Scheduler("s")
+	cap := kinds.ResourceList{"cpu": "4", "memory": "8Gi", "pods": "20"}
+	stopN1 := e.Node("n1", cap, nil)
+	stopN2 := e.Node("n2", cap, nil)
+	e.Apply(web)
+	e.Eventually("pods on both nodes", 20*time.Second, func() bool {
+		m := running(e, "app=web")
+		return total(m) == 6 && m["n1"] > 0 && m["n2"] > 0
+	})
+	before := map[string]bool{}
+	for _, p := range e.Pods("app=web") {
+		before[p.Metadata.UID] = true
+	}
+	var stopping sync.WaitGroup
+	for _, stop := range []func(){stopN1, stopN2} {
+		stopping.Go(stop)
+	}
+	stopping.Wait()
+	held := func(node string) bool {
+		for _, ev := range e.List("events", "") {
+			var involved struct {
+				Name string `json:"name"`
+			}
+			var reason string
+			if ev.Field("involvedObject", &involved) == nil && ev.Field("reason", &reason) == nil &&
+				involved.Name == node && reason == "EvictionHeld" {
+				return true
+			}
+		}
+		return false
+	}
+	e.Eventually("evictions held on both nodes", 30*time.Second, func() bool { return held("n1") && held("n2") })
+	for _, p := range e.Pods("app=web") {
+		if !before[p.Metadata.UID] || p.Metadata.Deleting() {
+			t.Fatalf("pod %s (uid %s) was replaced or is being deleted though every node lapsed at once", p.Metadata.Name, p.Metadata.UID)
+		}
+	}
+	if n := len(e.Pods("app=web")); n != len(before) {
+		t.Fatalf("%d pods after every node lapsed, %d before", n, len(before))
+	}
+	e.Node("n1", cap, nil)
+	e.Eventually("every pod on n1 once it posts again", 60*time.Second, func() bool {
+		m := running(e, "app=web")
+		return m["n1"] == 6 && len(e.Pods("app=web")) == 6
 	})
 }
 

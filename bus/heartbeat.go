@@ -1,0 +1,99 @@
+package bus
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// A node's agent keeps its heartbeat lease through the node relay (see
+// relay.go): the relay writes only the lease of the node whose subject
+// the request came on, so a node's credentials need no subject of the
+// leases' bucket.
+
+// maxHeartbeatTTL bounds the time to live a node may ask for: a longer one
+// would keep a dead node looking alive that long.
+const maxHeartbeatTTL = time.Hour
+
+// maxHolder bounds a heartbeat's holder, which the lease stores.
+const maxHolder = 253
+
+// relayLease is a heartbeat lease on the relay's wire: Lease keeps its key
+// and revision out of its stored JSON.
+type relayLease struct {
+	Holder   string    `json:"holder"`
+	TTL      string    `json:"ttl"`
+	Renewed  time.Time `json:"renewed,omitzero"`
+	Revision uint64    `json:"revision,omitempty"`
+}
+
+// Acquire takes the node's heartbeat lease through the relay, as
+// Leases.Acquire does: ErrAlreadyExists while another holder's is live.
+// key must be the node's own (NodeLeaseKey).
+func (w *NodeWriter) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (*Lease, error) {
+	return w.heartbeat(ctx, "acquire", key, relayLease{Holder: holder, TTL: ttl.String()})
+}
+
+// Renew extends the node's heartbeat lease held at lease.Revision, as
+// Leases.Renew does: ErrConflict when it was written since.
+func (w *NodeWriter) Renew(ctx context.Context, lease *Lease, ttl time.Duration) (*Lease, error) {
+	return w.heartbeat(ctx, "renew", lease.Key, relayLease{Holder: lease.Holder, TTL: ttl.String(), Revision: lease.Revision})
+}
+
+func (w *NodeWriter) heartbeat(ctx context.Context, op, key string, ls relayLease) (*Lease, error) {
+	if want := NodeLeaseKey(w.node); key != want {
+		return nil, fmt.Errorf("bus: heartbeat: %w: lease %q: node %s keeps only %q", ErrForbidden, key, w.node, want)
+	}
+	rep, err := w.conn.askRelay(ctx, "node relay", w.subject, relayRequest{Op: op, Lease: &ls})
+	if err != nil {
+		return nil, err
+	}
+	if rep.Lease == nil {
+		return nil, fmt.Errorf("bus: node relay: a heartbeat's reply without its lease")
+	}
+	return &Lease{Key: key, Holder: rep.Lease.Holder, Renewed: rep.Lease.Renewed, TTL: rep.Lease.TTL, Revision: rep.Lease.Revision}, nil
+}
+
+// heartbeatLeases is what the relay needs of the leases.
+type heartbeatLeases interface {
+	Acquire(ctx context.Context, key, holder string, ttl time.Duration) (*Lease, error)
+	Renew(ctx context.Context, lease *Lease, ttl time.Duration) (*Lease, error)
+}
+
+// relayHeartbeat takes or renews node's heartbeat lease: its key is the
+// node's, whatever the request says.
+func relayHeartbeat(ctx context.Context, leases heartbeatLeases, node string, req relayRequest) relayReply {
+	if err := validHeartbeat(req.Op, req.Lease); err != nil {
+		return failed(err)
+	}
+	ttl, _ := time.ParseDuration(req.Lease.TTL)
+	key := NodeLeaseKey(node)
+	var ls *Lease
+	var err error
+	if req.Op == "acquire" {
+		ls, err = leases.Acquire(ctx, key, req.Lease.Holder, ttl)
+	} else {
+		ls, err = leases.Renew(ctx, &Lease{Key: key, Holder: req.Lease.Holder, Revision: req.Lease.Revision}, ttl)
+	}
+	if err != nil {
+		return failed(err)
+	}
+	return relayReply{Lease: &relayLease{Holder: ls.Holder, TTL: ls.TTL, Renewed: ls.Renewed, Revision: ls.Revision}}
+}
+
+// validHeartbeat is the relay's rule for a heartbeat request.
+func validHeartbeat(op string, ls *relayLease) error {
+	switch {
+	case ls == nil:
+		return fmt.Errorf("%w: a heartbeat needs its lease", ErrInvalid)
+	case ls.Holder == "" || len(ls.Holder) > maxHolder:
+		return fmt.Errorf("%w: lease.holder %q: must be 1 to %d characters", ErrInvalid, ls.Holder, maxHolder)
+	case op == "renew" && ls.Revision == 0:
+		return fmt.Errorf("%w: lease.revision: a renewal names the revision it holds", ErrInvalid)
+	}
+	ttl, err := time.ParseDuration(ls.TTL)
+	if err != nil || ttl < time.Second || ttl > maxHeartbeatTTL {
+		return fmt.Errorf("%w: lease.ttl %q: must be a duration from 1s to %s", ErrInvalid, ls.TTL, maxHeartbeatTTL)
+	}
+	return nil
+}

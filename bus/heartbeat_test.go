@@ -1,0 +1,126 @@
+package bus_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/homeostat/homeostat/bus"
+)
+
+// nodeKeepsItsHeartbeat checks that node n1's agent takes and renews its
+// heartbeat lease through the relay, as bus.Leases would directly, and
+// that the relay keeps it to its own lease and to sane values.
+func nodeKeepsItsHeartbeat(t *testing.T, server, agent *bus.Conn) {
+	t.Helper()
+	ctx := context.Background()
+	leases, err := server.Leases(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := agent.NodeWriter("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := bus.NodeLeaseKey("n1")
+	l, err := w.Acquire(ctx, key, "agent-n1", time.Minute)
+	if err != nil {
+		t.Fatalf("a node taking its own heartbeat lease through the relay: %v", err)
+	}
+	stored := func() *bus.Lease {
+		t.Helper()
+		got, err := leases.Get(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := stored(); got.Holder != "agent-n1" || got.Revision != l.Revision || got.TTL != "1m0s" || l.Key != key {
+		t.Fatalf("stored lease %+v, the relay answered %+v", got, l)
+	}
+	renewed, err := w.Renew(ctx, l, 30*time.Second)
+	if err != nil {
+		t.Fatalf("a node renewing its heartbeat through the relay: %v", err)
+	}
+	if got := stored(); got.Revision != renewed.Revision || renewed.Revision <= l.Revision || got.TTL != "30s" {
+		t.Fatalf("stored lease %+v after a renewal answered %+v", got, renewed)
+	}
+	if _, err := w.Renew(ctx, l, time.Minute); !errors.Is(err, bus.ErrConflict) {
+		t.Fatalf("renewing a revision written over: %v, want a conflict", err)
+	}
+	if _, err := w.Acquire(ctx, key, "another-agent", time.Minute); !errors.Is(err, bus.ErrAlreadyExists) {
+		t.Fatalf("another agent taking the live heartbeat: %v, want already exists", err)
+	}
+	if _, err := w.Acquire(ctx, bus.NodeLeaseKey("n2"), "agent-n1", time.Minute); !errors.Is(err, bus.ErrForbidden) {
+		t.Fatalf("node n1 taking node n2's heartbeat: %v, want forbidden", err)
+	}
+	for _, ttl := range []time.Duration{0, 2 * time.Hour} {
+		if _, err := w.Renew(ctx, renewed, ttl); !errors.Is(err, bus.ErrInvalid) {
+			t.Fatalf("a heartbeat for %s: %v, want invalid", ttl, err)
+		}
+	}
+	if got := stored(); got.Revision != renewed.Revision {
+		t.Fatalf("refused heartbeats wrote the lease: %+v, want revision %d", got, renewed.Revision)
+	}
+}
+
+// The relay writes the heartbeat of the node whose subject a request came
+// on, whatever the request names: node n1 asking for n2's key renews its
+// own, and a request without what a heartbeat needs is refused by name.
+func TestRelayKeepsANodeToItsHeartbeat(t *testing.T) {
+	ctx := context.Background()
+	op, server := operatorBus(t)
+	leases, err := server.Leases(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := leases.Acquire(ctx, bus.NodeLeaseKey("n2"), "agent-n2", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := op.NodeCreds("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := bus.RawConnForTest(t, server.ClientURL(), creds, func(error) {}, nats.CustomInboxPrefix("_INBOX_n1"))
+	ask := func(body string) map[string]any {
+		t.Helper()
+		m, err := raw.Request("hs.relay.n1.pods", []byte(body), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep map[string]any
+		if err := json.Unmarshal(m.Data, &rep); err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	if rep := ask(`{"op":"acquire","key":"node.n2","lease":{"holder":"agent-n1","ttl":"1m0s"}}`); rep["error"] != nil {
+		t.Fatalf("a heartbeat naming another node's key: %v", rep)
+	}
+	if got, err := leases.Get(ctx, bus.NodeLeaseKey("n2")); err != nil || got.Revision != theirs.Revision || got.Holder != "agent-n2" {
+		t.Fatalf("node n2's lease after n1's request: %+v, %v; want it untouched", got, err)
+	}
+	if got, err := leases.Get(ctx, bus.NodeLeaseKey("n1")); err != nil || got.Holder != "agent-n1" {
+		t.Fatalf("node n1's lease after its request: %+v, %v", got, err)
+	}
+	for body, field := range map[string]string{
+		`{"op":"acquire"}`:                      "needs its lease",
+		`{"op":"acquire","lease":{"ttl":"1m"}}`: "lease.holder",
+		`{"op":"acquire","lease":{"holder":"` + strings.Repeat("a", 254) + `","ttl":"1m"}}`: "lease.holder",
+		`{"op":"acquire","lease":{"holder":"a","ttl":"forever"}}`:                           "lease.ttl",
+		`{"op":"renew","lease":{"holder":"agent-n1","ttl":"1m"}}`:                           "lease.revision",
+		`{"op":"acquire","lease":{"holder":"a","ttl":"500ms"}}`:                             "lease.ttl",
+	} {
+		rep := ask(body)
+		if rep["code"] != "Invalid" || !strings.Contains(fmt.Sprint(rep["error"]), field) {
+			t.Errorf("%s: %v, want Invalid naming %s", body, rep, field)
+		}
+	}
+}
