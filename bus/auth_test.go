@@ -207,7 +207,7 @@ func attackAsNode1(t *testing.T, url string, creds []byte) {
 		"$JS.API.STREAM.CREATE.EVIL", "$JS.API.STREAM.UPDATE.KV_hs_pods", "$JS.API.STREAM.DELETE.KV_hs_deployments_apps",
 		"$JS.API.STREAM.PURGE.KV_hs_pods", "$JS.API.STREAM.MSG.DELETE.KV_hs_pods",
 		"$JS.API.CONSUMER.DURABLE.CREATE.KV_hs_pods.evil", "$JS.API.CONSUMER.CREATE.WQ_deployments.evil",
-		"$JS.ACK.WQ_deployments.x.1.1.1.1.0", "hs.relay.n2.pods",
+		"$JS.ACK.WQ_deployments.x.1.1.1.1.0", "hs.relay.n2.pods", "hs.relay.n2.heartbeat",
 		"$KV.hs_leases_coordination_k8s_io.kube-node-lease.n2", "$KV.hs_leases_coordination_k8s_io.default.leader",
 		// Nor may it read what an agent has no use for: RBAC, tokens, audit,
 		// and Secrets, which it gets through the relay, for its own pods.

@@ -2,6 +2,7 @@ package bus
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -11,9 +12,9 @@ import (
 // the request came on, so a node's credentials need no subject of the
 // leases' bucket.
 
-// maxHeartbeatTTL bounds the time to live a node may ask for: a longer one
+// MaxHeartbeatTTL bounds the time to live a node may ask for: a longer one
 // would keep a dead node looking alive that long.
-const maxHeartbeatTTL = time.Hour
+const MaxHeartbeatTTL = time.Hour
 
 // maxHolder bounds a heartbeat's holder, which the lease stores.
 const maxHolder = 253
@@ -44,7 +45,7 @@ func (w *NodeWriter) heartbeat(ctx context.Context, op, key string, ls relayLeas
 	if want := NodeLeaseKey(w.node); key != want {
 		return nil, fmt.Errorf("bus: heartbeat: %w: lease %q: node %s keeps only %q", ErrForbidden, key, w.node, want)
 	}
-	rep, err := w.conn.askRelay(ctx, "node relay", w.subject, relayRequest{Op: op, Lease: &ls})
+	rep, err := w.conn.askRelay(ctx, "node relay", heartbeatSubject(w.node), relayRequest{Op: op, Lease: &ls})
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +63,11 @@ type heartbeatLeases interface {
 
 // relayHeartbeat takes or renews node's heartbeat lease: its key is the
 // node's, whatever the request says.
-func relayHeartbeat(ctx context.Context, leases heartbeatLeases, node string, req relayRequest) relayReply {
+func relayHeartbeat(ctx context.Context, leases heartbeatLeases, node string, data []byte) relayReply {
+	var req relayRequest
+	if err := json.Unmarshal(data, &req); err != nil {
+		return failed(fmt.Errorf("%w: %v", ErrInvalid, err))
+	}
 	if err := validHeartbeat(req.Op, req.Lease); err != nil {
 		return failed(err)
 	}
@@ -84,6 +89,8 @@ func relayHeartbeat(ctx context.Context, leases heartbeatLeases, node string, re
 // validHeartbeat is the relay's rule for a heartbeat request.
 func validHeartbeat(op string, ls *relayLease) error {
 	switch {
+	case op != "acquire" && op != "renew":
+		return fmt.Errorf("%w: op %q: a heartbeat is acquire or renew", ErrInvalid, op)
 	case ls == nil:
 		return fmt.Errorf("%w: a heartbeat needs its lease", ErrInvalid)
 	case ls.Holder == "" || len(ls.Holder) > maxHolder:
@@ -92,8 +99,8 @@ func validHeartbeat(op string, ls *relayLease) error {
 		return fmt.Errorf("%w: lease.revision: a renewal names the revision it holds", ErrInvalid)
 	}
 	ttl, err := time.ParseDuration(ls.TTL)
-	if err != nil || ttl < time.Second || ttl > maxHeartbeatTTL {
-		return fmt.Errorf("%w: lease.ttl %q: must be a duration from 1s to %s", ErrInvalid, ls.TTL, maxHeartbeatTTL)
+	if err != nil || ttl < time.Second || ttl > MaxHeartbeatTTL {
+		return fmt.Errorf("%w: lease.ttl %q: must be a duration from 1s to %s", ErrInvalid, ls.TTL, MaxHeartbeatTTL)
 	}
 	return nil
 }

@@ -71,8 +71,9 @@ func nodeKeepsItsHeartbeat(t *testing.T, server, agent *bus.Conn) {
 }
 
 // The relay writes the heartbeat of the node whose subject a request came
-// on, whatever the request names: node n1 asking for n2's key renews its
-// own, and a request without what a heartbeat needs is refused by name.
+// on, whatever the request names: node n1 asking for n2's key, or for a
+// free one, takes its own, and a request without what a heartbeat needs
+// is refused by name.
 func TestRelayKeepsANodeToItsHeartbeat(t *testing.T) {
 	ctx := context.Background()
 	op, server := operatorBus(t)
@@ -91,7 +92,7 @@ func TestRelayKeepsANodeToItsHeartbeat(t *testing.T) {
 	raw := bus.RawConnForTest(t, server.ClientURL(), creds, func(error) {}, nats.CustomInboxPrefix("_INBOX_n1"))
 	ask := func(body string) map[string]any {
 		t.Helper()
-		m, err := raw.Request("hs.relay.n1.pods", []byte(body), 5*time.Second)
+		m, err := raw.Request("hs.relay.n1.heartbeat", []byte(body), 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,9 +111,14 @@ func TestRelayKeepsANodeToItsHeartbeat(t *testing.T) {
 	if got, err := leases.Get(ctx, bus.NodeLeaseKey("n1")); err != nil || got.Holder != "agent-n1" {
 		t.Fatalf("node n1's lease after its request: %+v, %v", got, err)
 	}
+	rep := ask(`{"op":"acquire","key":"scheduler","lease":{"holder":"agent-n1","ttl":"1m0s"}}`)
+	if _, err := leases.Get(ctx, "scheduler"); !errors.Is(err, bus.ErrNotFound) {
+		t.Fatalf("the free key scheduler after node n1 named it (answered %v): %v, want not found", rep, err)
+	}
 	for body, field := range map[string]string{
-		`{"op":"acquire"}`:                      "needs its lease",
-		`{"op":"acquire","lease":{"ttl":"1m"}}`: "lease.holder",
+		`{"op":"acquire"}`: "needs its lease",
+		`{"op":"status","lease":{"holder":"a","ttl":"1m"}}`:                                 `op "status"`,
+		`{"op":"acquire","lease":{"ttl":"1m"}}`:                                             "lease.holder",
 		`{"op":"acquire","lease":{"holder":"` + strings.Repeat("a", 254) + `","ttl":"1m"}}`: "lease.holder",
 		`{"op":"acquire","lease":{"holder":"a","ttl":"forever"}}`:                           "lease.ttl",
 		`{"op":"renew","lease":{"holder":"agent-n1","ttl":"1m"}}`:                           "lease.revision",

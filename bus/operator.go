@@ -266,7 +266,7 @@ func nodePermissions(node string) jwt.Permissions {
 		// the stream's leader (Lease objects hold no secrets).
 		kvPrefix(nodeLeaseObjects) + "kube-node-lease." + node,
 		"$JS.API.STREAM.INFO." + kvStream(nodeLeaseObjects), "$JS.API.STREAM.MSG.GET." + kvStream(nodeLeaseObjects),
-		relaySubject(node),
+		relaySubject(node), heartbeatSubject(node),
 		"$JS.API.STREAM.INFO." + nodePodsStream,
 		"$JS.API.CONSUMER.CREATE." + nodePodsStream + ".*." + nodePodsPrefix + nodeToken(node) + ".>",
 		"$JS.API.CONSUMER.MSG.NEXT." + nodePodsStream + ".*",

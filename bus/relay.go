@@ -32,7 +32,18 @@ const (
 	relayWorkers = 64
 )
 
+// A node's requests come on subjects of its own: its pods' on one, its
+// heartbeat's on another, served apart so that a burst of pod writes does
+// not delay a heartbeat.
 func relaySubject(node string) string { return relayPrefix + nodeToken(node) + ".pods" }
+
+func heartbeatSubject(node string) string { return relayPrefix + nodeToken(node) + ".heartbeat" }
+
+// relayNode is the node whose relay subject subject is.
+func relayNode(subject string) string {
+	token, _, _ := strings.Cut(strings.TrimPrefix(subject, relayPrefix), ".")
+	return tokenNode(token)
+}
 
 // ErrForbidden: the relay refused a write the node may not make.
 var ErrForbidden = errors.New("forbidden")
@@ -40,8 +51,8 @@ var ErrForbidden = errors.New("forbidden")
 type relayRequest struct {
 	// Op is "status" (Pod's status, at Pod's resourceVersion), "remove"
 	// (Key, whose UID must match, once it is being deleted), "config"
-	// (what the pod at Key, with UID, refers to), or "acquire" and "renew"
-	// (the node's heartbeat lease, see heartbeat.go).
+	// (what the pod at Key, with UID, refers to), or, on the heartbeat's
+	// subject, "acquire" and "renew" (see heartbeat.go).
 	Op  string         `json:"op"`
 	Pod *object.Object `json:"pod,omitempty"`
 	Key string         `json:"key,omitempty"`
@@ -68,7 +79,8 @@ var relayCodes = []struct {
 	{"Conflict", ErrConflict}, {"AlreadyExists", ErrAlreadyExists}, {"Invalid", ErrInvalid},
 }
 
-// NodeWriter writes a node's pods through the relay.
+// NodeWriter writes a node's pods, and keeps its heartbeat, through the
+// relay.
 type NodeWriter struct {
 	conn    *Conn
 	node    string
@@ -153,15 +165,12 @@ func (c *Conn) ServeNodeRelay(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	nodeOf := func(m *nats.Msg) string {
-		return tokenNode(strings.TrimSuffix(strings.TrimPrefix(m.Subject, relayPrefix), ".pods"))
-	}
 	// Only the node's agent can be answered on its inbox. Another node
 	// cannot publish here, but it can have a stream deliver here (a push
 	// consumer's deliver subject) values it wrote itself; those come with
 	// an acknowledgement subject instead.
 	fromNode := func(m *nats.Msg) bool {
-		node := nodeOf(m)
+		node := relayNode(m.Subject)
 		if strings.HasPrefix(m.Reply, nodeInbox(node)+".") {
 			return true
 		}
@@ -169,15 +178,29 @@ func (c *Conn) ServeNodeRelay(ctx context.Context, log *slog.Logger) error {
 		log.Warn("node relay dropped a message not sent by the node's agent", "node", node, "reply", m.Reply)
 		return false
 	}
-	return c.serveRequests(ctx, relayPrefix+"*.pods", relayQueue, fromNode, func(ctx context.Context, m *nats.Msg) relayReply {
-		node := nodeOf(m)
-		rep := relayWrite(ctx, relayStores{pods: pods, configs: configs, leases: leases}, node, m.Data)
-		if rep.Code == "Forbidden" {
-			relayRefusals.WithLabelValues("forbidden").Inc()
-			log.Warn("node relay refused a write", "node", node, "err", rep.Error)
-		}
-		return rep
-	})
+	// Each subject its own subscription and workers; either's end ends both.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 2)
+	go func() {
+		done <- c.serveRequests(ctx, heartbeatSubject("*"), relayQueue, fromNode, func(ctx context.Context, m *nats.Msg) relayReply {
+			return relayHeartbeat(ctx, leases, relayNode(m.Subject), m.Data)
+		})
+	}()
+	go func() {
+		done <- c.serveRequests(ctx, relaySubject("*"), relayQueue, fromNode, func(ctx context.Context, m *nats.Msg) relayReply {
+			node := relayNode(m.Subject)
+			rep := relayWrite(ctx, relayStores{pods: pods, configs: configs}, node, m.Data)
+			if rep.Code == "Forbidden" {
+				relayRefusals.WithLabelValues("forbidden").Inc()
+				log.Warn("node relay refused a write", "node", node, "err", rep.Error)
+			}
+			return rep
+		})
+	}()
+	err = <-done
+	cancel()
+	return errors.Join(err, <-done)
 }
 
 // podWriter is what the relay needs of the pods' store.
@@ -191,7 +214,6 @@ type podWriter interface {
 type relayStores struct {
 	pods    podWriter
 	configs configStores
-	leases  heartbeatLeases
 }
 
 // relayWrite carries out one request of node, if node may make it.
@@ -200,9 +222,6 @@ func relayWrite(ctx context.Context, st relayStores, node string, data []byte) r
 	var req relayRequest
 	if err := json.Unmarshal(data, &req); err != nil {
 		return failed(fmt.Errorf("%w: %v", ErrInvalid, err))
-	}
-	if req.Op == "acquire" || req.Op == "renew" {
-		return relayHeartbeat(ctx, st.leases, node, req)
 	}
 	key, uid := req.Key, req.UID
 	if req.Op == "status" {

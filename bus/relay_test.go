@@ -58,6 +58,11 @@ func TestNodeToken(t *testing.T) {
 		if err := validNodeName(c.node); err != nil {
 			t.Errorf("validNodeName(%q): %v", c.node, err)
 		}
+		for _, subj := range []string{relaySubject(c.node), heartbeatSubject(c.node)} {
+			if got := relayNode(subj); got != c.node {
+				t.Errorf("relayNode(%q) = %q, want %q", subj, got, c.node)
+			}
+		}
 	}
 	for _, bad := range []string{"", "a_b", "A", "a.>", "a.*", "a b", "-a", "a..b"} {
 		if err := validNodeName(bad); !errors.Is(err, ErrInvalid) {

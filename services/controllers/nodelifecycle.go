@@ -32,6 +32,13 @@ type nodeLifecycle struct {
 	mu     sync.RWMutex
 	leases map[string]*bus.Lease
 	synced bool
+	// held is the last look at whether every heartbeat had lapsed.
+	held struct {
+		mu     sync.Mutex
+		looked time.Time
+		all    bool
+		last   time.Time // the last look that found them all lapsed
+	}
 	// registered are the nodes (name → uid) this process has announced
 	// with a RegisteredNode event, as Kubernetes' node controller does for
 	// each node it starts to follow.
@@ -110,23 +117,45 @@ func (c *nodeLifecycle) Reconcile(ctx context.Context, req reconcile.Request) (r
 	if ready == nil || ready.Status == object.ConditionTrue {
 		return reconcile.Result{RequeueAfter: time.Second}, c.markUnreachable(ctx, n, now)
 	}
-	if wait := c.evictAfter - now.Sub(ready.LastTransitionTime); wait > 0 {
-		return reconcile.Result{RequeueAfter: wait + time.Second}, nil
-	}
-	if c.everyHeartbeatLapsed(now) {
+	held, lastHeld := c.disruption(now)
+	if held {
 		c.events.Event(ctx, n, kinds.EventWarning, "EvictionHeld",
 			"Every node stopped posting heartbeats at once: evicting nothing until one posts again, as the fault is likelier the control plane's")
 		return reconcile.Result{RequeueAfter: c.grace}, nil
 	}
+	// A node still silent after every node was gives its agent the whole
+	// timeout from then, not from its own lapse, to come back.
+	if wait := c.evictAfter - now.Sub(latest(ready.LastTransitionTime, lastHeld)); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait + time.Second}, nil
+	}
 	return reconcile.Result{}, c.evict(ctx, n)
 }
 
-// everyHeartbeatLapsed says whether no node has a live heartbeat.
-func (c *nodeLifecycle) everyHeartbeatLapsed(now time.Time) bool {
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// disruption says whether every node's heartbeat has lapsed, and when
+// they were last seen all lapsed. Each silent node's reconcile asks, so
+// it looks at every node at most once a second.
+func (c *nodeLifecycle) disruption(now time.Time) (held bool, last time.Time) {
+	c.held.mu.Lock()
+	defer c.held.mu.Unlock()
+	if now.Sub(c.held.looked) < time.Second {
+		return c.held.all, c.held.last
+	}
 	names := c.nodes.Keys()
 	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return !anyHeartbeatLive(names, c.leases, now, c.grace)
+	live := anyHeartbeatLive(names, c.leases, now, c.grace)
+	c.mu.RUnlock()
+	c.held.looked, c.held.all = now, !live
+	if !live {
+		c.held.last = now
+	}
+	return c.held.all, c.held.last
 }
 
 // anyHeartbeatLive says whether one of the nodes named has a lease renewed

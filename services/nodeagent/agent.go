@@ -182,6 +182,9 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Grace == 0 {
 		cfg.Grace = 40 * time.Second
 	}
+	if cfg.Grace < time.Second || cfg.Grace > bus.MaxHeartbeatTTL {
+		return nil, fmt.Errorf("nodeagent: %w: grace %s: must be from 1s to %s", bus.ErrInvalid, cfg.Grace, bus.MaxHeartbeatTTL)
+	}
 	if cfg.Resync == 0 {
 		cfg.Resync = time.Minute
 	}

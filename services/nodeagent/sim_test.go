@@ -3,9 +3,11 @@ package nodeagent_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/client"
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
@@ -90,18 +92,38 @@ func TestDeploymentRunsOnSimulatedNodes(t *testing.T) {
 	})
 }
 
-func TestUnreachableNodeIsTaintedAndEvicted(t *testing.T) {
-	e := testenv.New(t)
-	e.Controllers(func(c *controllers.Config) { c.NodeGrace, c.EvictAfter = 2*time.Second, 2*time.Second })
+// webOnTwoNodes runs web's six pods over nodes n1 and n2, with a node
+// grace of 2 s and pods evicted evictAfter later; gates, when given, carry
+// n1's and n2's heartbeats.
+func webOnTwoNodes(t *testing.T, evictAfter time.Duration, gates ...*gatedHeartbeats) (e *testenv.Env, cap kinds.ResourceList, stopN1, stopN2 func()) {
+	e = testenv.New(t)
+	e.Controllers(func(c *controllers.Config) { c.NodeGrace, c.EvictAfter = 2*time.Second, evictAfter })
 	e.Scheduler("s")
-	cap := kinds.ResourceList{"cpu": "4", "memory": "8Gi", "pods": "20"}
-	stopN1 := e.Node("n1", cap, nil)
-	e.Node("n2", cap, nil)
+	cap = kinds.ResourceList{"cpu": "4", "memory": "8Gi", "pods": "20"}
+	stops := make([]func(), 2)
+	for i, name := range []string{"n1", "n2"} {
+		var mutate []func(*nodeagent.Config)
+		if i < len(gates) {
+			leases, err := e.Client().Leases(e.Ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gates[i].Heartbeats = leases
+			mutate = append(mutate, func(c *nodeagent.Config) { c.Heartbeats = gates[i] })
+		}
+		stops[i] = e.Node(name, cap, nil, mutate...)
+	}
+	stopN1, stopN2 = stops[0], stops[1]
 	e.Apply(web)
 	e.Eventually("pods on both nodes", 20*time.Second, func() bool {
 		m := running(e, "app=web")
 		return total(m) == 6 && m["n1"] > 0 && m["n2"] > 0
 	})
+	return e, cap, stopN1, stopN2
+}
+
+func TestUnreachableNodeIsTaintedAndEvicted(t *testing.T) {
+	e, cap, stopN1, _ := webOnTwoNodes(t, 2*time.Second)
 	stopN1() // the agent dies: no more heartbeats
 	e.Eventually("n1 unreachable", 20*time.Second, func() bool {
 		n := e.Get("nodes", "n1")
@@ -122,70 +144,122 @@ func TestUnreachableNodeIsTaintedAndEvicted(t *testing.T) {
 	})
 	// The agent comes back: the node is Ready and untainted again.
 	e.Node("n1", cap, nil)
-	e.Eventually("n1 ready again", 20*time.Second, func() bool {
-		var spec kinds.NodeSpec
-		var st kinds.NodeStatus
-		n := e.Get("nodes", "n1")
-		_ = n.DecodeSpec(&spec)
-		_ = n.DecodeStatus(&st)
-		c := object.FindCondition(st.Conditions, "Ready")
-		return c != nil && c.Status == "True" && len(spec.Taints) == 0
-	})
+	e.Eventually("n1 ready again", 20*time.Second, func() bool { return nodeReady(e, "n1") })
 }
 
 // When every node's heartbeat lapses at once, the node lifecycle evicts
 // nothing (the fault is likelier what carries the heartbeats); once one
 // node posts again, the others' pods are evicted and replaced on it.
 func TestEveryHeartbeatLapsedEvictsNothing(t *testing.T) {
-	e := testenv.New(t)
 	// Evicting after 5 s leaves the second node's heartbeat time to lapse
 	// (2 s) however long stopping the first one takes on a busy machine.
-	e.Controllers(func(c *controllers.Config) { c.NodeGrace, c.EvictAfter = 2*time.Second, 5*time.Second })
-	e.Scheduler("s")
-	cap := kinds.ResourceList{"cpu": "4", "memory": "8Gi", "pods": "20"}
-	stopN1 := e.Node("n1", cap, nil)
-	stopN2 := e.Node("n2", cap, nil)
-	e.Apply(web)
-	e.Eventually("pods on both nodes", 20*time.Second, func() bool {
-		m := running(e, "app=web")
-		return total(m) == 6 && m["n1"] > 0 && m["n2"] > 0
-	})
-	before := map[string]bool{}
-	for _, p := range e.Pods("app=web") {
-		before[p.Metadata.UID] = true
-	}
+	e, cap, stopN1, stopN2 := webOnTwoNodes(t, 5*time.Second)
+	before := podUIDs(e)
 	var stopping sync.WaitGroup
 	for _, stop := range []func(){stopN1, stopN2} {
 		stopping.Go(stop)
 	}
 	stopping.Wait()
-	held := func(node string) bool {
-		for _, ev := range e.List("events", "") {
-			var involved struct {
-				Name string `json:"name"`
-			}
-			var reason string
-			if ev.Field("involvedObject", &involved) == nil && ev.Field("reason", &reason) == nil &&
-				involved.Name == node && reason == "EvictionHeld" {
-				return true
-			}
-		}
-		return false
-	}
-	e.Eventually("evictions held on both nodes", 30*time.Second, func() bool { return held("n1") && held("n2") })
-	for _, p := range e.Pods("app=web") {
-		if !before[p.Metadata.UID] || p.Metadata.Deleting() {
-			t.Fatalf("pod %s (uid %s) was replaced or is being deleted though every node lapsed at once", p.Metadata.Name, p.Metadata.UID)
-		}
-	}
-	if n := len(e.Pods("app=web")); n != len(before) {
-		t.Fatalf("%d pods after every node lapsed, %d before", n, len(before))
-	}
+	e.Eventually("evictions held on both nodes", 30*time.Second, func() bool { return evictionHeld(e, "n1") && evictionHeld(e, "n2") })
+	samePods(t, e, before, "every node lapsed at once")
 	e.Node("n1", cap, nil)
 	e.Eventually("every pod on n1 once it posts again", 60*time.Second, func() bool {
 		m := running(e, "app=web")
 		return m["n1"] == 6 && len(e.Pods("app=web")) == 6
 	})
+}
+
+// After every node's heartbeat lapsed at once, a node whose agent comes
+// back a little after the others' has the whole eviction timeout from
+// then: its pods, which never stopped, stay.
+func TestHeldNodesGetTheirTimeBack(t *testing.T) {
+	gates := []*gatedHeartbeats{{}, {}}
+	// Both nodes silent for longer than the eviction timeout (a hold on
+	// both is recorded at its end), then n2's agent back 3 s after n1's:
+	// well within 15 s of the hold's end, however busy the machine.
+	e, _, _, _ := webOnTwoNodes(t, 15*time.Second, gates...)
+	before := podUIDs(e)
+	for _, g := range gates {
+		g.closed.Store(true) // as when no API replica serves the relay
+	}
+	e.Eventually("evictions held on both nodes", 30*time.Second, func() bool { return evictionHeld(e, "n1") && evictionHeld(e, "n2") })
+	gates[0].closed.Store(false)
+	e.Eventually("n1 ready again", 20*time.Second, func() bool { return nodeReady(e, "n1") })
+	// n2's agent stays away a while longer (the scenario, not a wait for
+	// anything): n2's reconciles, every 2 s, meanwhile find n1 live again.
+	time.Sleep(3 * time.Second)
+	gates[1].closed.Store(false)
+	e.Eventually("n2 ready again", 20*time.Second, func() bool { return nodeReady(e, "n2") })
+	samePods(t, e, before, "n2's agent came back a little after n1's")
+}
+
+// gatedHeartbeats passes a node's heartbeats on while open; closed, it
+// fails them as a relay no API replica serves would.
+type gatedHeartbeats struct {
+	nodeagent.Heartbeats
+	closed atomic.Bool
+}
+
+func (g *gatedHeartbeats) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (*bus.Lease, error) {
+	if g.closed.Load() {
+		return nil, bus.ErrUnavailable
+	}
+	return g.Heartbeats.Acquire(ctx, key, holder, ttl)
+}
+
+func (g *gatedHeartbeats) Renew(ctx context.Context, lease *bus.Lease, ttl time.Duration) (*bus.Lease, error) {
+	if g.closed.Load() {
+		return nil, bus.ErrUnavailable
+	}
+	return g.Heartbeats.Renew(ctx, lease, ttl)
+}
+
+func podUIDs(e *testenv.Env) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range e.Pods("app=web") {
+		out[p.Metadata.UID] = true
+	}
+	return out
+}
+
+// samePods fails the test unless web's pods are those of before, none
+// being deleted.
+func samePods(t *testing.T, e *testenv.Env, before map[string]bool, after string) {
+	t.Helper()
+	pods := e.Pods("app=web")
+	for _, p := range pods {
+		if !before[p.Metadata.UID] || p.Metadata.Deleting() {
+			t.Fatalf("pod %s (uid %s) was replaced or is being deleted after %s", p.Metadata.Name, p.Metadata.UID, after)
+		}
+	}
+	if len(pods) != len(before) {
+		t.Fatalf("%d pods after %s, %d before", len(pods), after, len(before))
+	}
+}
+
+// evictionHeld says whether node's EvictionHeld event is recorded.
+func evictionHeld(e *testenv.Env, node string) bool {
+	for _, ev := range e.List("events", "") {
+		var involved struct {
+			Name string `json:"name"`
+		}
+		var reason string
+		if ev.Field("involvedObject", &involved) == nil && ev.Field("reason", &reason) == nil &&
+			involved.Name == node && reason == "EvictionHeld" {
+			return true
+		}
+	}
+	return false
+}
+
+func nodeReady(e *testenv.Env, name string) bool {
+	var spec kinds.NodeSpec
+	var st kinds.NodeStatus
+	n := e.Get("nodes", name)
+	_ = n.DecodeSpec(&spec)
+	_ = n.DecodeStatus(&st)
+	c := object.FindCondition(st.Conditions, "Ready")
+	return c != nil && c.Status == "True" && len(spec.Taints) == 0
 }
 
 // TestSimulatedRuntimeAdoptsRunningPods: a simulated pod whose status says
