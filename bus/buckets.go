@@ -51,12 +51,12 @@ func (c *Conn) ensureBucket(ctx context.Context, spec bucketSpec) (jetstream.Key
 			}
 			return c.guardBucket(ctx, spec)
 		}
-		var err error
-		kv, err = c.js.CreateKeyValue(ctx, cfg)
+		_, err := c.js.CreateStream(ctx, bucketStream(cfg, spec))
 		if err == nil {
-			return c.guardBucket(ctx, spec)
+			kv, err = c.js.KeyValue(ctx, spec.name)
+			return translate(err)
 		}
-		if !errors.Is(err, jetstream.ErrBucketExists) && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			return fmt.Errorf("bus: create bucket %s: %w", spec.name, translate(err))
 		}
 		stream, err := c.js.Stream(ctx, kvStream(spec.name))
@@ -73,6 +73,27 @@ func (c *Conn) ensureBucket(ctx context.Context, spec bucketSpec) (jetstream.Key
 		return c.guardBucket(ctx, spec)
 	})
 	return kv, err
+}
+
+// bucketStream is the stream of a new bucket as the client library would
+// make it for cfg, with its confirmation subject and rollups refused from
+// the start (guarded): a bucket made and then updated had two API
+// replicas starting together wait 5 s a bucket, the server answering
+// neither the create nor the update made while it was in flight.
+func bucketStream(cfg jetstream.KeyValueConfig, spec bucketSpec) jetstream.StreamConfig {
+	duplicates := 2 * time.Minute
+	if cfg.TTL > 0 && cfg.TTL < duplicates {
+		duplicates = cfg.TTL
+	}
+	sc := jetstream.StreamConfig{
+		Name: kvStream(cfg.Bucket), Description: cfg.Description, Subjects: []string{kvPrefix(cfg.Bucket) + ">"},
+		MaxMsgsPerSubject: int64(max(cfg.History, 1)), MaxBytes: -1, MaxAge: cfg.TTL, MaxMsgSize: -1,
+		Storage: cfg.Storage, Replicas: max(cfg.Replicas, 1), AllowRollup: true, DenyDelete: true,
+		Duplicates: duplicates, MaxMsgs: -1, MaxConsumers: -1, AllowDirect: true, Discard: jetstream.DiscardNew,
+		AllowMsgTTL: cfg.LimitMarkerTTL > 0, SubjectDeleteMarkerTTL: cfg.LimitMarkerTTL,
+	}
+	guarded(&sc, spec)
+	return sc
 }
 
 // UntilAvailable runs op until it succeeds, fails for a reason other than
