@@ -210,24 +210,41 @@ func TestRenewal(t *testing.T) {
 	}
 }
 
-func TestAnyHeartbeatLive(t *testing.T) {
-	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+func TestCoverage(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	grace := 40 * time.Second
-	renewed := func(ago time.Duration) *bus.Lease { return &bus.Lease{Holder: "a", Renewed: now.Add(-ago)} }
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	type renewal struct {
+		at   int
+		live bool // past the watch's replay
+	}
 	for _, tc := range []struct {
-		name   string
-		nodes  []string
-		leases map[string]*bus.Lease
-		want   bool
+		name      string
+		renewals  []renewal
+		now       int
+		silent    bool
+		silenceAt int // -1: none seen
 	}{
-		{"no nodes", nil, map[string]*bus.Lease{"n1": renewed(0)}, false},
-		{"one node live", []string{"n1", "n2"}, map[string]*bus.Lease{"n1": renewed(50 * time.Second), "n2": renewed(10 * time.Second)}, true},
-		{"every lease lapsed", []string{"n1", "n2"}, map[string]*bus.Lease{"n1": renewed(50 * time.Second), "n2": renewed(grace)}, false},
-		{"every lease gone", []string{"n1", "n2"}, map[string]*bus.Lease{}, false},
-		{"a live lease of no node", []string{"n1"}, map[string]*bus.Lease{"n1": renewed(time.Minute), "gone": renewed(0)}, false},
+		{"no renewal seen", nil, 0, true, -1},
+		{"renewals overlapping", []renewal{{0, true}, {30, true}, {60, true}}, 90, false, -1},
+		{"every heartbeat lapsed, none back", []renewal{{0, true}, {10, true}}, 50, true, -1},
+		{"just before the last lapses", []renewal{{0, true}, {10, true}}, 49, false, -1},
+		{"a silence ended by a renewal", []renewal{{0, true}, {10, true}, {70, true}}, 80, false, 70},
+		{"the later of two silences", []renewal{{0, true}, {70, true}, {200, true}, {210, true}}, 220, false, 200},
+		{"a renewal at the very end of the grace", []renewal{{0, true}, {40, true}}, 50, false, -1},
+		{"a gap in the replay is no silence", []renewal{{0, false}, {70, false}, {80, true}}, 90, false, -1},
+		{"an older renewal delivered late", []renewal{{0, true}, {30, true}, {20, true}}, 65, false, -1},
 	} {
-		if got := anyHeartbeatLive(tc.nodes, tc.leases, now, grace); got != tc.want {
-			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		var c coverage
+		for _, r := range tc.renewals {
+			c = c.renewed(at(r.at), grace, r.live)
+		}
+		want := time.Time{}
+		if tc.silenceAt >= 0 {
+			want = at(tc.silenceAt)
+		}
+		if got := c.silent(at(tc.now)); got != tc.silent || !c.silenceEnded.Equal(want) {
+			t.Errorf("%s: silent %v, silence ended %v; want %v, %v", tc.name, got, c.silenceEnded, tc.silent, want)
 		}
 	}
 }

@@ -32,13 +32,9 @@ type nodeLifecycle struct {
 	mu     sync.RWMutex
 	leases map[string]*bus.Lease
 	synced bool
-	// held is the last look at whether every heartbeat had lapsed.
-	held struct {
-		mu     sync.Mutex
-		looked time.Time
-		all    bool
-		last   time.Time // the last look that found them all lapsed
-	}
+	// cover follows the renewals: until when some heartbeat is live, and
+	// when the last time none was ended.
+	cover coverage
 	// registered are the nodes (name → uid) this process has announced
 	// with a RegisteredNode event, as Kubernetes' node controller does for
 	// each node it starts to follow.
@@ -53,10 +49,11 @@ func (c *nodeLifecycle) watchLeases(ctx context.Context, leases *bus.Leases) {
 			clock.Sleep(ctx, time.Second)
 			continue
 		}
+		live := false // past the watch's replay of the current leases
 		for ev := range ch {
 			c.mu.Lock()
 			if ev.Synced {
-				c.synced = true
+				c.synced, live = true, true
 				c.mu.Unlock()
 				continue
 			}
@@ -66,6 +63,7 @@ func (c *nodeLifecycle) watchLeases(ctx context.Context, leases *bus.Leases) {
 				delete(c.leases, name)
 			} else {
 				c.leases[name] = ev.Lease
+				c.cover = c.cover.renewed(ev.Lease.Renewed, c.grace, live)
 			}
 			c.mu.Unlock()
 			if !renewal(prev, ev.Lease, c.now(), c.grace) {
@@ -95,7 +93,7 @@ func (c *nodeLifecycle) Reconcile(ctx context.Context, req reconcile.Request) (r
 		c.events.Event(ctx, n, kinds.EventNormal, "RegisteredNode", "Node %s event: Registered Node %s in Controller", n.Metadata.Name, n.Metadata.Name)
 	}
 	c.mu.RLock()
-	lease, synced := c.leases[n.Metadata.Name], c.synced
+	lease, synced, cover := c.leases[n.Metadata.Name], c.synced, c.cover
 	c.mu.RUnlock()
 	if !synced {
 		return reconcile.Result{RequeueAfter: time.Second}, nil
@@ -117,16 +115,15 @@ func (c *nodeLifecycle) Reconcile(ctx context.Context, req reconcile.Request) (r
 	if ready == nil || ready.Status == object.ConditionTrue {
 		return reconcile.Result{RequeueAfter: time.Second}, c.markUnreachable(ctx, n, now)
 	}
-	held, lastHeld := c.disruption(now)
-	if held {
+	// A node still silent after every node was gives its agent the whole
+	// timeout from then, not from its own lapse, to come back.
+	if wait := c.evictAfter - now.Sub(latest(ready.LastTransitionTime, cover.silenceEnded)); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait + time.Second}, nil
+	}
+	if cover.silent(now) {
 		c.events.Event(ctx, n, kinds.EventWarning, "EvictionHeld",
 			"Every node stopped posting heartbeats at once: evicting nothing until one posts again, as the fault is likelier the control plane's")
 		return reconcile.Result{RequeueAfter: c.grace}, nil
-	}
-	// A node still silent after every node was gives its agent the whole
-	// timeout from then, not from its own lapse, to come back.
-	if wait := c.evictAfter - now.Sub(latest(ready.LastTransitionTime, lastHeld)); wait > 0 {
-		return reconcile.Result{RequeueAfter: wait + time.Second}, nil
 	}
 	return reconcile.Result{}, c.evict(ctx, n)
 }
@@ -138,36 +135,34 @@ func latest(a, b time.Time) time.Time {
 	return a
 }
 
-// disruption says whether every node's heartbeat has lapsed, and when
-// they were last seen all lapsed. Each silent node's reconcile asks, so
-// it looks at every node at most once a second.
-func (c *nodeLifecycle) disruption(now time.Time) (held bool, last time.Time) {
-	c.held.mu.Lock()
-	defer c.held.mu.Unlock()
-	if now.Sub(c.held.looked) < time.Second {
-		return c.held.all, c.held.last
-	}
-	names := c.nodes.Keys()
-	c.mu.RLock()
-	live := anyHeartbeatLive(names, c.leases, now, c.grace)
-	c.mu.RUnlock()
-	c.held.looked, c.held.all = now, !live
-	if !live {
-		c.held.last = now
-	}
-	return c.held.all, c.held.last
+// coverage follows the nodes' renewals in the order the watch delivers
+// them, so that a time when every heartbeat had lapsed is seen however
+// short, without looking at every node.
+type coverage struct {
+	// until is the latest renewal plus the grace: no heartbeat is live
+	// from then on, unless renewed.
+	until time.Time
+	// silenceEnded is the renewal that ended the last time no heartbeat
+	// was live.
+	silenceEnded time.Time
 }
 
-// anyHeartbeatLive says whether one of the nodes named has a lease renewed
-// within grace of now.
-func anyHeartbeatLive(nodes []string, leases map[string]*bus.Lease, now time.Time, grace time.Duration) bool {
-	for _, name := range nodes {
-		if l := leases[name]; l != nil && now.Sub(l.Renewed) < grace {
-			return true
-		}
+// renewed takes a renewal at r into account. A renewal after until ends a
+// silence, unless it comes in a watch's replay of the current leases,
+// which holds each node's last renewal alone and so shows gaps that were
+// not there.
+func (c coverage) renewed(r time.Time, grace time.Duration, live bool) coverage {
+	if live && !c.until.IsZero() && r.After(c.until) {
+		c.silenceEnded = r
 	}
-	return false
+	if end := r.Add(grace); end.After(c.until) {
+		c.until = end
+	}
+	return c
 }
+
+// silent says whether no heartbeat is live at now.
+func (c coverage) silent(now time.Time) bool { return !now.Before(c.until) }
 
 var lifecycleTaints = []kinds.Taint{
 	{Key: kinds.TaintUnreachable, Effect: kinds.NoSchedule},

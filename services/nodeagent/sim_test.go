@@ -151,8 +151,9 @@ func TestUnreachableNodeIsTaintedAndEvicted(t *testing.T) {
 // nothing (the fault is likelier what carries the heartbeats); once one
 // node posts again, the others' pods are evicted and replaced on it.
 func TestEveryHeartbeatLapsedEvictsNothing(t *testing.T) {
-	// Evicting after 5 s leaves the second node's heartbeat time to lapse
-	// (2 s) however long stopping the first one takes on a busy machine.
+	// Both agents stop together; evicting after 5 s leaves both heartbeats
+	// time to lapse (2 s) before either node's timeout, however busy the
+	// machine.
 	e, cap, stopN1, stopN2 := webOnTwoNodes(t, 5*time.Second)
 	before := podUIDs(e)
 	var stopping sync.WaitGroup
@@ -174,9 +175,10 @@ func TestEveryHeartbeatLapsedEvictsNothing(t *testing.T) {
 // then: its pods, which never stopped, stay.
 func TestHeldNodesGetTheirTimeBack(t *testing.T) {
 	gates := []*gatedHeartbeats{{}, {}}
-	// Both nodes silent for longer than the eviction timeout (a hold on
-	// both is recorded at its end), then n2's agent back 3 s after n1's:
-	// well within 15 s of the hold's end, however busy the machine.
+	// Both nodes silent past the eviction timeout (a hold is recorded
+	// when a silent node's timeout is due), then n2's agent back 3 s after
+	// n1's: well within 15 s of the silence's end, however busy the
+	// machine.
 	e, _, _, _ := webOnTwoNodes(t, 15*time.Second, gates...)
 	before := podUIDs(e)
 	for _, g := range gates {
