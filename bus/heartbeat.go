@@ -68,13 +68,12 @@ func relayHeartbeat(ctx context.Context, leases heartbeatLeases, node string, da
 	if err := json.Unmarshal(data, &req); err != nil {
 		return failed(fmt.Errorf("%w: %v", ErrInvalid, err))
 	}
-	if err := validHeartbeat(req.Op, req.Lease); err != nil {
+	ttl, err := validHeartbeat(req.Op, req.Lease)
+	if err != nil {
 		return failed(err)
 	}
-	ttl, _ := time.ParseDuration(req.Lease.TTL)
 	key := NodeLeaseKey(node)
 	var ls *Lease
-	var err error
 	if req.Op == "acquire" {
 		ls, err = leases.Acquire(ctx, key, req.Lease.Holder, ttl)
 	} else {
@@ -86,21 +85,22 @@ func relayHeartbeat(ctx context.Context, leases heartbeatLeases, node string, da
 	return relayReply{Lease: &relayLease{Holder: ls.Holder, TTL: ls.TTL, Renewed: ls.Renewed, Revision: ls.Revision}}
 }
 
-// validHeartbeat is the relay's rule for a heartbeat request.
-func validHeartbeat(op string, ls *relayLease) error {
+// validHeartbeat is the relay's rule for a heartbeat request; it returns
+// the time to live asked for.
+func validHeartbeat(op string, ls *relayLease) (time.Duration, error) {
 	switch {
 	case op != "acquire" && op != "renew":
-		return fmt.Errorf("%w: op %q: a heartbeat is acquire or renew", ErrInvalid, op)
+		return 0, fmt.Errorf("%w: op %q: a heartbeat is acquire or renew", ErrInvalid, op)
 	case ls == nil:
-		return fmt.Errorf("%w: a heartbeat needs its lease", ErrInvalid)
+		return 0, fmt.Errorf("%w: a heartbeat needs its lease", ErrInvalid)
 	case ls.Holder == "" || len(ls.Holder) > maxHolder:
-		return fmt.Errorf("%w: lease.holder %q: must be 1 to %d characters", ErrInvalid, ls.Holder, maxHolder)
+		return 0, fmt.Errorf("%w: lease.holder %q: must be 1 to %d characters", ErrInvalid, ls.Holder, maxHolder)
 	case op == "renew" && ls.Revision == 0:
-		return fmt.Errorf("%w: lease.revision: a renewal names the revision it holds", ErrInvalid)
+		return 0, fmt.Errorf("%w: lease.revision: a renewal names the revision it holds", ErrInvalid)
 	}
 	ttl, err := time.ParseDuration(ls.TTL)
 	if err != nil || ttl < time.Second || ttl > MaxHeartbeatTTL {
-		return fmt.Errorf("%w: lease.ttl %q: must be a duration from 1s to %s", ErrInvalid, ls.TTL, MaxHeartbeatTTL)
+		return 0, fmt.Errorf("%w: lease.ttl %q: must be a duration from 1s to %s", ErrInvalid, ls.TTL, MaxHeartbeatTTL)
 	}
-	return nil
+	return ttl, nil
 }
