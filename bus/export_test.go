@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -96,3 +97,21 @@ func PublishWithLayoutForTest(ctx context.Context, s *Store, key string, data []
 
 // ErrNotGuarded is errNotGuarded, for tests.
 var ErrNotGuarded = errNotGuarded
+
+// ConnTraffic is what the embedded server c started has had from and sent
+// to each client connection, by the connection's name.
+func ConnTraffic(t testing.TB, c *Conn) map[string]Traffic {
+	t.Helper()
+	cz, err := c.server.Connz(&server.ConnzOptions{Limit: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]Traffic{}
+	for _, ci := range cz.Conns {
+		out[ci.Name] = Traffic{In: ci.InMsgs, Out: ci.OutMsgs}
+	}
+	return out
+}
+
+// Traffic counts a client connection's messages: In from it, Out to it.
+type Traffic struct{ In, Out int64 }

@@ -161,7 +161,7 @@ func (r *reader) once(ctx context.Context) error {
 		// Deleted now rather than left to expire, so that a busy API does
 		// not pile up consumers.
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		_ = r.conn.js.DeleteConsumer(dctx, r.spec.stream, cfg.Name)
+		_ = r.conn.rjs.DeleteConsumer(dctx, r.spec.stream, cfg.Name)
 		cancel()
 	}()
 	// A compaction that raced the consumer's creation is caught here: it
@@ -232,7 +232,7 @@ func (c *Conn) createConsumer(ctx context.Context, stream string, cfg jetstream.
 		var cons jetstream.Consumer
 		err := retried(context.WithoutCancel(ctx), func(ctx context.Context) error {
 			var err error
-			cons, err = c.js.CreateConsumer(ctx, stream, cfg)
+			cons, err = c.rjs.CreateConsumer(ctx, stream, cfg)
 			return translate(err)
 		})
 		done <- created{cons, err}
@@ -244,7 +244,7 @@ func (c *Conn) createConsumer(ctx context.Context, stream string, cfg jetstream.
 		go func() {
 			if r := <-done; r.err == nil {
 				dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-				_ = c.js.DeleteConsumer(dctx, stream, cfg.Name)
+				_ = c.rjs.DeleteConsumer(dctx, stream, cfg.Name)
 				cancel()
 			}
 		}()

@@ -1,0 +1,67 @@
+package bus_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/bus/bustest"
+)
+
+// TestReadsHaveAConnectionOfTheirOwn: a process's writes go out on one
+// connection and its reads (a watch's pulls, and what they deliver) on
+// another, so that a pull never waits behind a burst of writes.
+func TestReadsHaveAConnectionOfTheirOwn(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := bustest.Conn(t)
+	s := newStore(t, c)
+	writes, reads := t.Name(), t.Name()+" reads"
+	traffic := func() (w, r bus.Traffic) {
+		t.Helper()
+		all := bus.ConnTraffic(t, c)
+		w, okW := all[writes]
+		r, okR := all[reads]
+		if !okW || !okR {
+			t.Fatalf("the server's clients are %v, want %q and %q among them", all, writes, reads)
+		}
+		return w, r
+	}
+
+	w0, r0 := traffic()
+	const n = 20
+	for i := range n {
+		if _, err := s.Create(ctx, widget("default", fmt.Sprintf("w%d", i), `{}`, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w1, r1 := traffic()
+	if got := w1.In - w0.In; got < n {
+		t.Errorf("the writes' connection sent %d messages for %d creates", got, n)
+	}
+	if r1.In != r0.In {
+		t.Errorf("the reads' connection sent %d messages while the process only wrote", r1.In-r0.In)
+	}
+
+	ch, err := s.Watch(ctx, bus.WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		expect(t, ch, bus.Added, fmt.Sprintf("w%d", i))
+	}
+	expect(t, ch, bus.Synced, "")
+	w2, r2 := traffic()
+	if got := r2.Out - r1.Out; got < n {
+		t.Errorf("the reads' connection was sent %d messages for a watch of %d objects", got, n)
+	}
+	if r2.In == r1.In {
+		t.Error("the reads' connection asked for nothing while the watch read")
+	}
+	// The watch may ask the stream's leader a question on the writes'
+	// connection (where its stream ends); its deliveries do not come there.
+	if got := w2.Out - w1.Out; got >= n {
+		t.Errorf("the writes' connection was sent %d messages while a watch read %d objects", got, n)
+	}
+}
