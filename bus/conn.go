@@ -15,6 +15,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -118,19 +119,19 @@ func retried(ctx context.Context, op func(context.Context) error) error {
 }
 
 // Conn is a live connection to the bus: two NATS connections, one for
-// writes and requests, one for reads (watches and lists).
+// writes and requests, one for reads and work queues' deliveries.
 //
-// A read pulls its messages in batches, and the client library sends the
-// next pull from a goroutine of its own; the read's iterator asks for one
-// only as it takes a message, and not while a pull is still being sent.
-// On a connection that also carries a process's writes, sending a pull
-// waits behind them (the library flushes a full buffer to the socket
-// under the connection's lock), long enough for the iterator to take every
-// message the pull brought and wait for more with no pull asked: the read
-// then stood still until its heartbeats were missed (1 s) and it started
-// over. A host of simulated nodes met it in about one run of four of
+// A read pulls its messages in batches; the client library sends each
+// pull from a goroutine of its own, and the read's iterator asks for the
+// next only as it takes a message, and not while a pull's sending has not
+// returned. On a connection that also carries a process's writes, that
+// sending returns late (the library flushes a full buffer to the socket
+// under the connection's lock): the iterator took every message its pulls
+// brought, the last one's included, asked for none meanwhile, and then
+// waited with nothing asked until its heartbeats were missed (1 s) and it
+// started over. A host of simulated nodes met it in 7 of 47 runs of
 // 10,000 pods, writing their status while it watched every pod. On a
-// connection of their own, pulls go out at once.
+// connection of their own, pulls leave at once.
 type Conn struct {
 	nc       *nats.Conn
 	js       jetstream.JetStream
@@ -205,10 +206,10 @@ func connect(ctx context.Context, cfg Config, srv *server.Server) (*Conn, error)
 		return nil, fmt.Errorf("bus: connect %s: %w", url, err)
 	}
 	c.nc = nc
-	reads, err := nats.Connect(url, append(natsOptions(cfg.Name+" reads", log.With("conn", "reads"), c.readsClosed), auth...)...)
+	reads, err := nats.Connect(url, append(natsOptions(strings.TrimSpace(cfg.Name+" reads"), log.With("conn", "reads"), c.readsClosed), auth...)...)
 	if err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("bus: connect %s: %w", url, err)
+		return nil, fmt.Errorf("bus: connect %s (reads): %w", url, err)
 	}
 	c.reads = reads
 	// An asynchronous publish whose acknowledgement is lost (its stream's
@@ -314,7 +315,7 @@ func startEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 	return srv, nil
 }
 
-// Join is another connection to the embedded server c started, with
+// Join is another connection (its two) to the embedded server c started, with
 // cfg's credentials (cfg.URLs and cfg.Embedded are ignored): for a role
 // in the same process that must hold only its own permissions.
 func (c *Conn) Join(ctx context.Context, cfg Config) (*Conn, error) {
@@ -347,26 +348,28 @@ func (c *Conn) Connected() bool { return c.nc.IsConnected() && c.reads.IsConnect
 // Replicas is the replica count used for every bucket and stream.
 func (c *Conn) Replicas() int { return c.replicas }
 
-// Close drains the connections and stops an embedded server.
+// Close drains the connections, together, and stops an embedded server.
 func (c *Conn) Close() {
-	drain(c.reads, c.readsClosed)
-	drain(c.nc, c.closed)
+	deadline := time.After(10 * time.Second)
+	for _, nc := range []*nats.Conn{c.reads, c.nc} {
+		if nc != nil && nc.Drain() != nil {
+			nc.Close()
+		}
+	}
+	for _, w := range []struct {
+		nc     *nats.Conn
+		closed <-chan struct{}
+	}{{c.reads, c.readsClosed}, {c.nc, c.closed}} {
+		if w.nc == nil {
+			continue
+		}
+		select {
+		case <-w.closed:
+		case <-deadline:
+			w.nc.Close()
+		}
+	}
 	c.shutdownServer()
-}
-
-// drain drains nc, if any, and waits (10 s at most) until it has closed.
-func drain(nc *nats.Conn, closed <-chan struct{}) {
-	if nc == nil {
-		return
-	}
-	if err := nc.Drain(); err != nil {
-		nc.Close()
-	}
-	select {
-	case <-closed:
-	case <-time.After(10 * time.Second):
-		nc.Close()
-	}
 }
 
 // Abandon drops the connections at once, as a process that dies does:

@@ -102,6 +102,9 @@ var ErrNotGuarded = errNotGuarded
 // to each client connection, by the connection's name.
 func ConnTraffic(t testing.TB, c *Conn) map[string]Traffic {
 	t.Helper()
+	if c.server == nil {
+		t.Fatal("ConnTraffic needs the connection that started the embedded server")
+	}
 	cz, err := c.server.Connz(&server.ConnzOptions{Limit: 1024})
 	if err != nil {
 		t.Fatal(err)

@@ -95,7 +95,9 @@ func (q *Queue) consumer(ctx context.Context) (jetstream.Consumer, error) {
 	var cons jetstream.Consumer
 	err := q.conn.UntilAvailable(ctx, "queue "+q.spec.Name, func(ctx context.Context) error {
 		var err error
-		cons, err = q.conn.js.CreateOrUpdateConsumer(ctx, q.stream, jetstream.ConsumerConfig{
+		// Pulled on the reads' connection, for the reason reads are
+		// (Conn); acknowledgements are requests on the other.
+		cons, err = q.conn.rjs.CreateOrUpdateConsumer(ctx, q.stream, jetstream.ConsumerConfig{
 			Durable:       "workers",
 			AckPolicy:     jetstream.AckExplicitPolicy,
 			AckWait:       q.spec.AckWait,

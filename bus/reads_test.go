@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/bus/bustest"
+	"github.com/homeostat/homeostat/testenv/poll"
 )
 
 // TestReadsHaveAConnectionOfTheirOwn: a process's writes go out on one
@@ -63,5 +65,43 @@ func TestReadsHaveAConnectionOfTheirOwn(t *testing.T) {
 	// connection (where its stream ends); its deliveries do not come there.
 	if got := w2.Out - w1.Out; got >= n {
 		t.Errorf("the writes' connection was sent %d messages while a watch read %d objects", got, n)
+	}
+
+	// A work queue's deliveries come as reads do; its acknowledgements go
+	// as requests, on the writes' connection.
+	q, err := c.Queue(ctx, bus.QueueSpec{Name: "reads"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := make([]bus.Work, n)
+	for i := range work {
+		work[i] = bus.Work{Key: fmt.Sprintf("default.k%d", i)}
+	}
+	if err := q.Add(ctx, work...); err != nil {
+		t.Fatal(err)
+	}
+	w3, r3 := traffic()
+	acked := make(chan error, n)
+	qctx, stop := context.WithCancel(ctx)
+	consumed := make(chan error, 1)
+	go func() { consumed <- q.Consume(qctx, 4, func(d *bus.Delivery) { acked <- d.Ack(qctx) }) }()
+	for range n {
+		if err := poll.Receive(t, "an acknowledged delivery", 30*time.Second, acked); err != nil {
+			t.Fatalf("Ack: %v", err)
+		}
+	}
+	stop()
+	if err := <-consumed; err != nil {
+		t.Fatalf("Consume: %v", err)
+	}
+	w4, r4 := traffic()
+	if got := r4.Out - r3.Out; got < n {
+		t.Errorf("the reads' connection was sent %d messages for %d deliveries", got, n)
+	}
+	if got := w4.In - w3.In; got < n {
+		t.Errorf("the writes' connection sent %d messages for %d acknowledgements", got, n)
+	}
+	if got := w4.Out - w3.Out; got > n+2 {
+		t.Errorf("the writes' connection was sent %d messages for %d acknowledgements' answers", got, n)
 	}
 }
