@@ -40,6 +40,9 @@ var (
 	// ErrFenced: a create made on the authority of a controller's
 	// generation found the key fenced by a later one (see Fence).
 	ErrFenced = errors.New("fenced by a later generation of the owner")
+	// ErrThrottled: the caller asked more often than it may; it may ask
+	// again later (the node relay's heartbeats, see heartbeatLimits).
+	ErrThrottled = errors.New("too many requests")
 )
 
 // CorruptError says which stored value could not be read and why. It

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // A node's agent keeps its heartbeat lease through the node relay (see
@@ -103,4 +106,55 @@ func validHeartbeat(op string, ls *relayLease) (time.Duration, error) {
 		return 0, fmt.Errorf("%w: lease.ttl %q: must be a duration from 1s to %s", ErrInvalid, ls.TTL, MaxHeartbeatTTL)
 	}
 	return ttl, nil
+}
+
+// A node's heartbeat requests are limited, each node's on its own: an
+// agent renews every few seconds, so a node asking more than heartbeatRate
+// times a second floods the relay. Its excess is refused before it is
+// read, for the price of a map lookup, and writes nothing; unchecked, each
+// request of a flood was a store write, on the workers every node's
+// heartbeats share, and a node could make the others' lapse.
+const (
+	heartbeatRate  = 10
+	heartbeatBurst = 20
+	// MinHeartbeatEvery is the shortest renewal period an agent may keep
+	// within the rate.
+	MinHeartbeatEvery = time.Second / heartbeatRate
+)
+
+// heartbeatLimits holds each node's rate of heartbeat requests.
+type heartbeatLimits struct {
+	mu    sync.Mutex
+	nodes map[string]*rate.Limiter
+	// swept is how many nodes were left at the last sweep.
+	swept int
+}
+
+// allow reports whether node may make a heartbeat request at now.
+func (l *heartbeatLimits) allow(node string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lim := l.nodes[node]
+	if lim == nil {
+		if l.nodes == nil {
+			l.nodes = map[string]*rate.Limiter{}
+		}
+		if len(l.nodes) >= 2*max(l.swept, 1024) {
+			l.sweep(now)
+		}
+		lim = rate.NewLimiter(heartbeatRate, heartbeatBurst)
+		l.nodes[node] = lim
+	}
+	return lim.AllowN(now, 1)
+}
+
+// sweep forgets the nodes whose allowance is whole again, as a node not
+// yet seen starts: forgetting them loses nothing.
+func (l *heartbeatLimits) sweep(now time.Time) {
+	for n, lim := range l.nodes {
+		if lim.TokensAt(now) >= heartbeatBurst {
+			delete(l.nodes, n)
+		}
+	}
+	l.swept = len(l.nodes)
 }

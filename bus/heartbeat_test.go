@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/testenv/poll"
 )
 
 // nodeKeepsItsHeartbeat checks that node n1's agent takes and renews its
@@ -129,4 +130,76 @@ func TestRelayKeepsANodeToItsHeartbeat(t *testing.T) {
 			t.Errorf("%s: %v, want Invalid naming %s", body, rep, field)
 		}
 	}
+}
+
+// TestRelayThrottlesAFloodingNode: a node that sends heartbeat requests
+// past its rate has the excess refused, TooManyRequests, without a write;
+// another node is answered as before, and the flooder again once its
+// allowance returns.
+func TestRelayThrottlesAFloodingNode(t *testing.T) {
+	ctx := context.Background()
+	op, server := operatorBus(t)
+	leases, err := server.Leases(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asker := func(node string) func(body string) map[string]any {
+		creds, err := op.NodeCreds(node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw := bus.RawConnForTest(t, server.ClientURL(), creds, func(error) {}, nats.CustomInboxPrefix("_INBOX_"+node))
+		return func(body string) map[string]any {
+			t.Helper()
+			m, err := raw.Request("hs.relay."+node+".heartbeat", []byte(body), 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rep map[string]any
+			if err := json.Unmarshal(m.Data, &rep); err != nil {
+				t.Fatal(err)
+			}
+			return rep
+		}
+	}
+	n1, n2 := asker("n1"), asker("n2")
+	acquire := `{"op":"acquire","lease":{"holder":"agent","ttl":"1m0s"}}`
+	if rep := n1(acquire); rep["error"] != nil {
+		t.Fatalf("n1's first heartbeat: %v", rep)
+	}
+	first, err := leases.Get(ctx, bus.NodeLeaseKey("n1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	renew := fmt.Sprintf(`{"op":"renew","lease":{"holder":"agent","ttl":"1m0s","revision":%d}}`, first.Revision)
+	start := time.Now()
+	answered, throttled := 0, 0
+	const flood = 100
+	for range flood {
+		switch rep := n1(renew); rep["code"] {
+		case "TooManyRequests":
+			throttled++
+		default:
+			answered++
+		}
+	}
+	// Besides the burst, what the rate gave back while the flood lasted
+	// (a machine that took seven seconds for a hundred requests would let
+	// them all through, rightly).
+	const burst, every = 20, 100 * time.Millisecond // the relay's allowance
+	most := burst + int(time.Since(start)/every) + 1
+	if answered > most {
+		t.Fatalf("of %d heartbeats sent at once %d were answered and %d throttled; want at most %d answered", flood, answered, throttled, most)
+	}
+	// Only the first renewal of the revision can have written; the others
+	// answered were conflicts, and the throttled wrote nothing.
+	if got, err := leases.Get(ctx, bus.NodeLeaseKey("n1")); err != nil || got.Revision > first.Revision+1 {
+		t.Fatalf("n1's lease after the flood: %+v, %v; want at most one renewal of revision %d", got, err, first.Revision)
+	}
+	if rep := n2(acquire); rep["error"] != nil {
+		t.Fatalf("n2's heartbeat while n1 floods: %v", rep)
+	}
+	poll.Until(t, "n1 answered again", 10*time.Second, func() bool {
+		return n1(acquire)["code"] != "TooManyRequests"
+	})
 }

@@ -35,7 +35,7 @@ var (
 	}, []string{"stream"})
 	relayRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "homeostat_node_relay_refusals_total",
-		Help: "Writes the node relay refused: forbidden (not the node's pod, or not being deleted), or dropped (not sent by the node's agent).",
+		Help: "Requests the node relay refused: forbidden (not the node's pod, or not being deleted), dropped (not sent by the node's agent), or throttled (a node's heartbeats past their rate).",
 	}, []string{"reason"})
 )
 

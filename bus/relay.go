@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -77,6 +78,7 @@ var relayCodes = []struct {
 }{
 	{"Forbidden", ErrForbidden}, {"Unavailable", ErrUnavailable}, {"NotFound", ErrNotFound},
 	{"Conflict", ErrConflict}, {"AlreadyExists", ErrAlreadyExists}, {"Invalid", ErrInvalid},
+	{"TooManyRequests", ErrThrottled},
 }
 
 // NodeWriter writes a node's pods, and keeps its heartbeat, through the
@@ -182,9 +184,15 @@ func (c *Conn) ServeNodeRelay(ctx context.Context, log *slog.Logger) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 2)
+	limits := &heartbeatLimits{}
 	go func() {
 		done <- c.serveRequests(ctx, heartbeatSubject("*"), relayQueue, fromNode, func(ctx context.Context, m *nats.Msg) relayReply {
-			return relayHeartbeat(ctx, leases, relayNode(m.Subject), m.Data)
+			node := relayNode(m.Subject)
+			if !limits.allow(node, time.Now()) {
+				relayRefusals.WithLabelValues("throttled").Inc()
+				return failed(fmt.Errorf("%w: node %s's heartbeats: at most %d a second", ErrThrottled, node, heartbeatRate))
+			}
+			return relayHeartbeat(ctx, leases, node, m.Data)
 		})
 	}()
 	go func() {

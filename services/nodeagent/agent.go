@@ -185,6 +185,10 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Grace < time.Second || cfg.Grace > bus.MaxHeartbeatTTL {
 		return nil, fmt.Errorf("nodeagent: %w: grace %s: must be from 1s to %s", bus.ErrInvalid, cfg.Grace, bus.MaxHeartbeatTTL)
 	}
+	// The node relay takes a node's heartbeats at a bounded rate.
+	if cfg.HeartbeatEvery < bus.MinHeartbeatEvery {
+		return nil, fmt.Errorf("nodeagent: %w: heartbeat every %s: must be at least %s", bus.ErrInvalid, cfg.HeartbeatEvery, bus.MinHeartbeatEvery)
+	}
 	if cfg.Resync == 0 {
 		cfg.Resync = time.Minute
 	}
