@@ -77,13 +77,14 @@ func (c *Conn) Finalize(ctx context.Context, resource, key, uid, finalizer strin
 // ServeCollector answers Collect and Finalize until ctx ends. Replicas
 // share the work (a queue group).
 func (c *Conn) ServeCollector(ctx context.Context, log *slog.Logger) error {
-	return c.serveRequests(ctx, collectSubject, collectQueue, nil, func(ctx context.Context, m *nats.Msg) relayReply {
-		rep := c.collect(ctx, m.Data)
-		if rep.Code == "Forbidden" {
-			log.Warn("collector refused a removal", "err", rep.Error)
-		}
-		return rep
-	})
+	return c.serveRequests(ctx, serving{subject: collectSubject, queue: collectQueue,
+		handle: func(ctx context.Context, m *nats.Msg) relayReply {
+			rep := c.collect(ctx, m.Data)
+			if rep.Code == "Forbidden" {
+				log.Warn("collector refused a removal", "err", rep.Error)
+			}
+			return rep
+		}})
 }
 
 func (c *Conn) collect(ctx context.Context, data []byte) relayReply {
@@ -180,15 +181,28 @@ func goneOrGoing(lookup func(resource, key string) (*object.Object, error), reso
 	return o.Metadata.Deleting() || (uid != "" && o.Metadata.UID != uid), nil
 }
 
-// serveRequests answers requests on subject, shared with the other
-// replicas in queue, at most relayWorkers at once, until ctx ends. accept,
-// when set, drops a request it refuses unanswered.
-func (c *Conn) serveRequests(ctx context.Context, subject, queue string, accept func(*nats.Msg) bool,
-	handle func(context.Context, *nats.Msg) relayReply) error {
+// serving says which requests serveRequests answers, and how.
+type serving struct {
+	// subject and queue: the requests, shared with the other replicas in
+	// queue.
+	subject, queue string
+	// accept, when set, drops a request it refuses unanswered.
+	accept func(*nats.Msg) bool
+	// refuse, when set, answers a request at once with the reply it gives,
+	// before the request takes a worker: what a flood of one sender must
+	// not hold up for others.
+	refuse func(*nats.Msg) *relayReply
+	// handle answers a request, on a worker.
+	handle func(context.Context, *nats.Msg) relayReply
+}
+
+// serveRequests answers the requests sv says, at most relayWorkers at
+// once, until ctx ends.
+func (c *Conn) serveRequests(ctx context.Context, sv serving) error {
 	ch := make(chan *nats.Msg, relayWorkers)
-	sub, err := c.nc.ChanQueueSubscribe(subject, queue, ch)
+	sub, err := c.nc.ChanQueueSubscribe(sv.subject, sv.queue, ch)
 	if err != nil {
-		return fmt.Errorf("bus: serve %s: %w", subject, translate(err))
+		return fmt.Errorf("bus: serve %s: %w", sv.subject, translate(err))
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	sem := make(chan struct{}, relayWorkers)
@@ -201,8 +215,15 @@ func (c *Conn) serveRequests(ctx context.Context, subject, queue string, accept 
 			return nil
 		case m = <-ch:
 		}
-		if accept != nil && !accept(m) {
+		if sv.accept != nil && !sv.accept(m) {
 			continue
+		}
+		if sv.refuse != nil {
+			if rep := sv.refuse(m); rep != nil {
+				data, _ := json.Marshal(rep)
+				_ = m.Respond(data)
+				continue
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -212,7 +233,7 @@ func (c *Conn) serveRequests(ctx context.Context, subject, queue string, accept 
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			data, _ := json.Marshal(handle(WithSpan(ctx, extractSpan(m.Header)), m))
+			data, _ := json.Marshal(sv.handle(WithSpan(ctx, extractSpan(m.Header)), m))
 			_ = m.Respond(data)
 		}()
 	}

@@ -350,7 +350,8 @@ func (c *Conn) Replicas() int { return c.replicas }
 
 // Close drains the connections, together, and stops an embedded server.
 func (c *Conn) Close() {
-	deadline := time.After(10 * time.Second)
+	deadline, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	for _, nc := range []*nats.Conn{c.reads, c.nc} {
 		if nc != nil && nc.Drain() != nil {
 			nc.Close()
@@ -365,7 +366,7 @@ func (c *Conn) Close() {
 		}
 		select {
 		case <-w.closed:
-		case <-deadline:
+		case <-deadline.Done():
 			w.nc.Close()
 		}
 	}

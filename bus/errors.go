@@ -40,9 +40,10 @@ var (
 	// ErrFenced: a create made on the authority of a controller's
 	// generation found the key fenced by a later one (see Fence).
 	ErrFenced = errors.New("fenced by a later generation of the owner")
-	// ErrThrottled: the caller asked more often than it may; it may ask
-	// again later (the node relay's heartbeats, see heartbeatLimits).
-	ErrThrottled = errors.New("too many requests")
+	// ErrThrottled: the caller asked more often than it may (the node
+	// relay's heartbeats, see heartbeatLimits). It is an ErrUnavailable
+	// too: asked again later, it may be answered.
+	ErrThrottled = fmt.Errorf("%w: too many requests", ErrUnavailable)
 )
 
 // CorruptError says which stored value could not be read and why. It

@@ -117,9 +117,13 @@ func validHeartbeat(op string, ls *relayLease) (time.Duration, error) {
 const (
 	heartbeatRate  = 10
 	heartbeatBurst = 20
-	// MinHeartbeatEvery is the shortest renewal period an agent may keep
-	// within the rate.
-	MinHeartbeatEvery = time.Second / heartbeatRate
+	// MinHeartbeatEvery is the shortest renewal period an agent may have:
+	// half the rate, as a renewal refused for a conflict is followed by an
+	// acquire.
+	MinHeartbeatEvery = 2 * time.Second / heartbeatRate
+	// sweepFloor: the limits are not swept before they hold twice this
+	// many nodes.
+	sweepFloor = 1024
 )
 
 // heartbeatLimits holds each node's rate of heartbeat requests.
@@ -139,7 +143,7 @@ func (l *heartbeatLimits) allow(node string, now time.Time) bool {
 		if l.nodes == nil {
 			l.nodes = map[string]*rate.Limiter{}
 		}
-		if len(l.nodes) >= 2*max(l.swept, 1024) {
+		if len(l.nodes) >= 2*max(l.swept, sweepFloor) {
 			l.sweep(now)
 		}
 		lim = rate.NewLimiter(heartbeatRate, heartbeatBurst)

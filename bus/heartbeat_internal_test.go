@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -36,14 +37,22 @@ func TestHeartbeatLimits(t *testing.T) {
 		{"an agent at the rate is never refused", func() [][2]any {
 			var a [][2]any
 			for i := range 10 * heartbeatBurst {
-				a = append(a, [2]any{"n1", time.Duration(i) * MinHeartbeatEvery})
+				a = append(a, [2]any{"n1", time.Duration(i) * perToken})
 			}
 			return a
 		}, map[string]int{"n1": 10 * heartbeatBurst}},
+		{"an agent at its shortest period, each renewal refused for a conflict and acquired again", func() [][2]any {
+			var a [][2]any
+			for i := range 10 * heartbeatBurst {
+				at := time.Duration(i) * MinHeartbeatEvery
+				a = append(a, [2]any{"n1", at}, [2]any{"n1", at + time.Millisecond})
+			}
+			return a
+		}, map[string]int{"n1": 20 * heartbeatBurst}},
 		{"at twice the rate, half is refused after the burst", func() [][2]any {
 			var a [][2]any
 			for i := range 4 * heartbeatBurst {
-				a = append(a, [2]any{"n1", time.Duration(i) * MinHeartbeatEvery / 2})
+				a = append(a, [2]any{"n1", time.Duration(i) * perToken / 2})
 			}
 			return a
 		}, map[string]int{"n1": heartbeatBurst + 2*heartbeatBurst - 1}},
@@ -72,7 +81,7 @@ func TestHeartbeatLimitsSweep(t *testing.T) {
 	for range heartbeatBurst {
 		l.allow("busy", t0)
 	}
-	for i := range 2*1024 - 1 {
+	for i := range 2*sweepFloor - 1 {
 		l.allow(fmt.Sprintf("idle-%d", i), t0)
 	}
 	// The idle nodes each spent one token; a tenth of a second on, theirs
@@ -84,5 +93,37 @@ func TestHeartbeatLimitsSweep(t *testing.T) {
 	}
 	if !l.allow("busy", later) || l.allow("busy", later) {
 		t.Error("the busy node's allowance did not survive the sweep")
+	}
+}
+
+// TestRelayCodesRoundTrip: each sentinel a relay refuses with reaches the
+// agent as itself, by name; a throttled request is TooManyRequests and,
+// to the agent, unavailable too (asked again later, as its first
+// heartbeat is while the bus is unavailable).
+func TestRelayCodesRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code string
+		is   []error
+	}{
+		{fmt.Errorf("%w: node n1's heartbeats", ErrThrottled), "TooManyRequests", []error{ErrThrottled, ErrUnavailable}},
+		{fmt.Errorf("%w: down", ErrUnavailable), "Unavailable", []error{ErrUnavailable}},
+		{fmt.Errorf("%w: not yours", ErrForbidden), "Forbidden", []error{ErrForbidden}},
+		{fmt.Errorf("%w: lease.ttl", ErrInvalid), "Invalid", []error{ErrInvalid}},
+		{ErrConflict, "Conflict", []error{ErrConflict}},
+	} {
+		rep := failed(tc.err)
+		if rep.Code != tc.code {
+			t.Errorf("%v: code %q, want %q", tc.err, rep.Code, tc.code)
+		}
+		got := rep.err("heartbeat")
+		for _, want := range tc.is {
+			if !errors.Is(got, want) {
+				t.Errorf("%v: the agent's error %v is not %v", tc.err, got, want)
+			}
+		}
+	}
+	if errors.Is(failed(fmt.Errorf("%w: down", ErrUnavailable)).err("x"), ErrThrottled) {
+		t.Error("an unavailable bus reads as throttled")
 	}
 }

@@ -275,8 +275,17 @@ func (d *Delivery) confirm(ctx context.Context, body []byte) error {
 	}
 }
 
-// InProgress extends the worker's claim by another AckWait.
-func (d *Delivery) InProgress() error { return translate(d.msg.InProgress()) }
+// InProgress extends the worker's claim by another AckWait. It goes out on
+// the writes' connection, as Ack and Retry do: on the reads' one, where
+// the delivery came, it could arrive after a Retry sent since, and undo
+// the Retry's delay (the server dates a claim from its last extension).
+func (d *Delivery) InProgress() error {
+	reply := d.msg.Reply()
+	if reply == "" {
+		return fmt.Errorf("bus: delivery of %s cannot be extended", d.Key)
+	}
+	return translate(d.q.conn.nc.Publish(reply, []byte("+WPI")))
+}
 
 func (q *Queue) delivery(m jetstream.Msg) *Delivery {
 	hdr := m.Headers()

@@ -67,8 +67,9 @@ func TestReadsHaveAConnectionOfTheirOwn(t *testing.T) {
 		t.Errorf("the writes' connection was sent %d messages while a watch read %d objects", got, n)
 	}
 
-	// A work queue's deliveries come as reads do; its acknowledgements go
-	// as requests, on the writes' connection.
+	// A work queue's deliveries come as reads do; its acknowledgements,
+	// and the extensions of a worker's claim, go on the writes'
+	// connection, where their order holds.
 	q, err := c.Queue(ctx, bus.QueueSpec{Name: "reads"})
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +85,15 @@ func TestReadsHaveAConnectionOfTheirOwn(t *testing.T) {
 	acked := make(chan error, n)
 	qctx, stop := context.WithCancel(ctx)
 	consumed := make(chan error, 1)
-	go func() { consumed <- q.Consume(qctx, 4, func(d *bus.Delivery) { acked <- d.Ack(qctx) }) }()
+	go func() {
+		consumed <- q.Consume(qctx, 16, func(d *bus.Delivery) {
+			if err := d.InProgress(); err != nil {
+				acked <- err
+				return
+			}
+			acked <- d.Ack(qctx)
+		})
+	}()
 	for range n {
 		if err := poll.Receive(t, "an acknowledged delivery", 30*time.Second, acked); err != nil {
 			t.Fatalf("Ack: %v", err)
@@ -98,8 +107,12 @@ func TestReadsHaveAConnectionOfTheirOwn(t *testing.T) {
 	if got := r4.Out - r3.Out; got < n {
 		t.Errorf("the reads' connection was sent %d messages for %d deliveries", got, n)
 	}
-	if got := w4.In - w3.In; got < n {
-		t.Errorf("the writes' connection sent %d messages for %d acknowledgements", got, n)
+	if got := w4.In - w3.In; got < 2*n {
+		t.Errorf("the writes' connection sent %d messages for %d acknowledgements and as many extensions", got, n)
+	}
+	// Its pulls, a batch of the workers' number at a time, are few.
+	if got := r4.In - r3.In; got >= n {
+		t.Errorf("the reads' connection sent %d messages for %d deliveries: the extensions went there", got, n)
 	}
 	if got := w4.Out - w3.Out; got > n+2 {
 		t.Errorf("the writes' connection was sent %d messages for %d acknowledgements' answers", got, n)

@@ -76,9 +76,10 @@ var relayCodes = []struct {
 	code string
 	err  error
 }{
+	// ErrThrottled first: it is an ErrUnavailable too.
+	{"TooManyRequests", ErrThrottled},
 	{"Forbidden", ErrForbidden}, {"Unavailable", ErrUnavailable}, {"NotFound", ErrNotFound},
 	{"Conflict", ErrConflict}, {"AlreadyExists", ErrAlreadyExists}, {"Invalid", ErrInvalid},
-	{"TooManyRequests", ErrThrottled},
 }
 
 // NodeWriter writes a node's pods, and keeps its heartbeat, through the
@@ -141,13 +142,8 @@ func (c *Conn) askRelay(ctx context.Context, what, subject string, req any) (*re
 	if err := json.Unmarshal(m.Data, &rep); err != nil {
 		return nil, fmt.Errorf("bus: %s: bad reply: %w", what, err)
 	}
-	if rep.Code != "" || rep.Error != "" {
-		for _, c := range relayCodes {
-			if c.code == rep.Code {
-				return nil, fmt.Errorf("bus: %s: %w: %s", what, c.err, rep.Error)
-			}
-		}
-		return nil, fmt.Errorf("bus: %s: %s", what, rep.Error)
+	if err := rep.err(what); err != nil {
+		return nil, err
 	}
 	return &rep, nil
 }
@@ -186,25 +182,31 @@ func (c *Conn) ServeNodeRelay(ctx context.Context, log *slog.Logger) error {
 	done := make(chan error, 2)
 	limits := &heartbeatLimits{}
 	go func() {
-		done <- c.serveRequests(ctx, heartbeatSubject("*"), relayQueue, fromNode, func(ctx context.Context, m *nats.Msg) relayReply {
-			node := relayNode(m.Subject)
-			if !limits.allow(node, time.Now()) {
+		done <- c.serveRequests(ctx, serving{subject: heartbeatSubject("*"), queue: relayQueue, accept: fromNode,
+			refuse: func(m *nats.Msg) *relayReply {
+				node := relayNode(m.Subject)
+				if limits.allow(node, time.Now()) {
+					return nil
+				}
 				relayRefusals.WithLabelValues("throttled").Inc()
-				return failed(fmt.Errorf("%w: node %s's heartbeats: at most %d a second", ErrThrottled, node, heartbeatRate))
-			}
-			return relayHeartbeat(ctx, leases, node, m.Data)
-		})
+				rep := failed(fmt.Errorf("%w: node %s's heartbeats: at most %d a second", ErrThrottled, node, heartbeatRate))
+				return &rep
+			},
+			handle: func(ctx context.Context, m *nats.Msg) relayReply {
+				return relayHeartbeat(ctx, leases, relayNode(m.Subject), m.Data)
+			}})
 	}()
 	go func() {
-		done <- c.serveRequests(ctx, relaySubject("*"), relayQueue, fromNode, func(ctx context.Context, m *nats.Msg) relayReply {
-			node := relayNode(m.Subject)
-			rep := relayWrite(ctx, relayStores{pods: pods, configs: configs}, node, m.Data)
-			if rep.Code == "Forbidden" {
-				relayRefusals.WithLabelValues("forbidden").Inc()
-				log.Warn("node relay refused a write", "node", node, "err", rep.Error)
-			}
-			return rep
-		})
+		done <- c.serveRequests(ctx, serving{subject: relaySubject("*"), queue: relayQueue, accept: fromNode,
+			handle: func(ctx context.Context, m *nats.Msg) relayReply {
+				node := relayNode(m.Subject)
+				rep := relayWrite(ctx, relayStores{pods: pods, configs: configs}, node, m.Data)
+				if rep.Code == "Forbidden" {
+					relayRefusals.WithLabelValues("forbidden").Inc()
+					log.Warn("node relay refused a write", "node", node, "err", rep.Error)
+				}
+				return rep
+			}})
 	}()
 	err = <-done
 	cancel()
@@ -291,6 +293,19 @@ func mayWrite(node string, req relayRequest, stored *object.Object) error {
 		return fmt.Errorf("%w: pod %s is not being deleted", ErrForbidden, stored.Key())
 	}
 	return nil
+}
+
+// err is the error a reply names, as its sentinel; nil for an answer.
+func (rep relayReply) err(what string) error {
+	if rep.Code == "" && rep.Error == "" {
+		return nil
+	}
+	for _, c := range relayCodes {
+		if c.code == rep.Code {
+			return fmt.Errorf("bus: %s: %w: %s", what, c.err, rep.Error)
+		}
+	}
+	return fmt.Errorf("bus: %s: %s", what, rep.Error)
 }
 
 func failed(err error) relayReply {
