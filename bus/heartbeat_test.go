@@ -86,23 +86,7 @@ func TestRelayKeepsANodeToItsHeartbeat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	creds, err := op.NodeCreds("n1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw := bus.RawConnForTest(t, server.ClientURL(), creds, func(error) {}, nats.CustomInboxPrefix("_INBOX_n1"))
-	ask := func(body string) map[string]any {
-		t.Helper()
-		m, err := raw.Request("hs.relay.n1.heartbeat", []byte(body), 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rep map[string]any
-		if err := json.Unmarshal(m.Data, &rep); err != nil {
-			t.Fatal(err)
-		}
-		return rep
-	}
+	ask := heartbeatAsker(t, op, server, "n1")
 	if rep := ask(`{"op":"acquire","key":"node.n2","lease":{"holder":"agent-n1","ttl":"1m0s"}}`); rep["error"] != nil {
 		t.Fatalf("a heartbeat naming another node's key: %v", rep)
 	}
@@ -143,26 +127,7 @@ func TestRelayThrottlesAFloodingNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	asker := func(node string) func(body string) map[string]any {
-		creds, err := op.NodeCreds(node)
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw := bus.RawConnForTest(t, server.ClientURL(), creds, func(error) {}, nats.CustomInboxPrefix("_INBOX_"+node))
-		return func(body string) map[string]any {
-			t.Helper()
-			m, err := raw.Request("hs.relay."+node+".heartbeat", []byte(body), 5*time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var rep map[string]any
-			if err := json.Unmarshal(m.Data, &rep); err != nil {
-				t.Fatal(err)
-			}
-			return rep
-		}
-	}
-	n1, n2 := asker("n1"), asker("n2")
+	n1, n2 := heartbeatAsker(t, op, server, "n1"), heartbeatAsker(t, op, server, "n2")
 	acquire := `{"op":"acquire","lease":{"holder":"agent","ttl":"1m0s"}}`
 	if rep := n1(acquire); rep["error"] != nil {
 		t.Fatalf("n1's first heartbeat: %v", rep)
@@ -202,4 +167,27 @@ func TestRelayThrottlesAFloodingNode(t *testing.T) {
 	poll.Until(t, "n1 answered again", 10*time.Second, func() bool {
 		return n1(acquire)["code"] != "TooManyRequests"
 	})
+}
+
+// heartbeatAsker sends raw heartbeat requests to the relay as node's
+// agent would, and returns the relay's decoded answer.
+func heartbeatAsker(t *testing.T, op *bus.Operator, server *bus.Conn, node string) func(body string) map[string]any {
+	t.Helper()
+	creds, err := op.NodeCreds(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := bus.RawConnForTest(t, server.ClientURL(), creds, func(error) {}, nats.CustomInboxPrefix("_INBOX_"+node))
+	return func(body string) map[string]any {
+		t.Helper()
+		m, err := raw.Request("hs.relay."+node+".heartbeat", []byte(body), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep map[string]any
+		if err := json.Unmarshal(m.Data, &rep); err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
 }
