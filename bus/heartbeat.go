@@ -110,8 +110,9 @@ func validHeartbeat(op string, ls *relayLease) (time.Duration, error) {
 
 // A node's heartbeat requests are limited, each node's on its own: an
 // agent renews every few seconds, so a node asking more than heartbeatRate
-// times a second floods the relay. Its excess is refused before it is
-// read, for the price of a map lookup, and writes nothing; unchecked, each
+// times a second floods the relay. Its excess is refused as it comes off
+// the subscription, before it is decoded or takes a worker, for the price
+// of a map lookup, and writes nothing; unchecked, each
 // request of a flood was a store write, on the workers every node's
 // heartbeats share, and a node could make the others' lapse.
 const (

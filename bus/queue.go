@@ -253,9 +253,9 @@ func (d *Delivery) Retry(ctx context.Context, delay time.Duration) error {
 // and the key would wait out AckWait however soon another leader took over.
 // Sending one twice is harmless: the second finds nothing pending.
 func (d *Delivery) confirm(ctx context.Context, body []byte) error {
-	reply := d.msg.Reply()
-	if reply == "" {
-		return fmt.Errorf("bus: delivery of %s cannot be acknowledged", d.Key)
+	reply, err := d.reply()
+	if err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.q.spec.AckWait)
 	defer cancel()
@@ -280,11 +280,19 @@ func (d *Delivery) confirm(ctx context.Context, body []byte) error {
 // the delivery came, it could arrive after a Retry sent since, and undo
 // the Retry's delay (the server dates a claim from its last extension).
 func (d *Delivery) InProgress() error {
-	reply := d.msg.Reply()
-	if reply == "" {
-		return fmt.Errorf("bus: delivery of %s cannot be extended", d.Key)
+	reply, err := d.reply()
+	if err != nil {
+		return err
 	}
 	return translate(d.q.conn.nc.Publish(reply, []byte("+WPI")))
+}
+
+// reply is where the delivery's consumer takes its acknowledgements.
+func (d *Delivery) reply() (string, error) {
+	if r := d.msg.Reply(); r != "" {
+		return r, nil
+	}
+	return "", fmt.Errorf("bus: delivery of %s cannot be acknowledged", d.Key)
 }
 
 func (q *Queue) delivery(m jetstream.Msg) *Delivery {
