@@ -48,7 +48,7 @@ func (c *Conn) publishOnce(ctx context.Context, msg *nats.Msg, opts ...jetstream
 // storeOnce is one attempt of a publish, not counted among the store's
 // writes (a confirmation's, see confirm.go).
 func (c *Conn) storeOnce(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
-	ctx, cancel := context.WithTimeout(ctx, tryTimeout)
+	ctx, cancel := within(ctx, tryTimeout)
 	defer cancel()
 	ack, err := c.js.PublishMsg(ctx, msg, opts...)
 	return ack, translate(err)
