@@ -93,7 +93,7 @@ func DefinitionFromCRD(crd *object.Object) (DefinitionSpec, []Cause) {
 
 // crdChecks refuses a CustomResourceDefinition that cannot be served.
 func crdChecks(doc map[string]any) []Cause {
-	b, err := json.Marshal(doc)
+	b, err := EncodeJSON(doc)
 	if err != nil {
 		return []Cause{{Field: "spec", Rule: "type", Message: err.Error()}}
 	}

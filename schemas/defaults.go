@@ -146,7 +146,7 @@ func clone(v any) any {
 
 // viaJSON is v written as JSON and read back as a document.
 func viaJSON(v any) any {
-	b, err := json.Marshal(v)
+	b, err := EncodeJSON(v)
 	if err != nil {
 		return v
 	}

@@ -1,8 +1,6 @@
 package schemas
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -139,18 +137,4 @@ func dedupe(cs []Cause) []Cause {
 		}
 	}
 	return out
-}
-
-// DecodeJSON decodes JSON for validation, keeping numbers exact.
-func DecodeJSON(b []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if dec.More() {
-		return nil, errors.New("trailing data after the JSON document")
-	}
-	return v, nil
 }

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"errors"
 	"io"
 	"mime"
@@ -96,7 +95,7 @@ func decodeObject(data []byte) (map[string]any, *apiError) {
 }
 
 func toObject(doc map[string]any) (*object.Object, *apiError) {
-	b, err := json.Marshal(doc)
+	b, err := schemas.EncodeJSON(doc)
 	if err != nil {
 		return nil, badRequest("re-encoding the object: %v", err)
 	}
