@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -57,7 +58,14 @@ func normalize(ref *resourceRef, doc map[string]any) *apiError {
 }
 
 // check defaults and validates an object, returning it as stored.
-func check(ref *resourceRef, o *object.Object) (*object.Object, *apiError) {
+func (s *Service) check(ref *resourceRef, o *object.Object) (*object.Object, *apiError) {
+	fields := o.Metadata.ManagedFields
+	known := s.checked.known(ref.res, fields)
+	if known {
+		without := *o
+		without.Metadata.ManagedFields = nil
+		o = &without
+	}
 	doc, e := toDoc(o)
 	if e != nil {
 		return nil, e
@@ -82,7 +90,18 @@ func check(ref *resourceRef, o *object.Object) (*object.Object, *apiError) {
 		}
 		return nil, newError(http.StatusInternalServerError, object.ReasonInternalError, "validation: %v", err)
 	}
-	return toObject(doc)
+	n, e := toObject(doc)
+	switch {
+	case e != nil:
+		return nil, e
+	case known:
+		n.Metadata.ManagedFields = fields
+	case bytes.Equal(n.Metadata.ManagedFields, fields):
+		// Remembered only as the check writes them back, so that a
+		// remembered object stores what a checked one would.
+		s.checked.add(ref.res, fields)
+	}
+	return n, nil
 }
 
 // namespaceOpen refuses objects in a namespace that is missing or

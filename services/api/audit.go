@@ -112,8 +112,8 @@ func (s *Service) record(r *http.Request, note *auditNote, code int, received ti
 		s.log.Error("audit: encode a record", "err", err)
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), requestTimeout)
-	defer cancel()
+	// Recorded even when the client has gone; the bus bounds the write.
+	ctx := context.WithoutCancel(r.Context())
 	log := s.auditLog.Load()
 	if log == nil {
 		s.log.Error("audit: a request answered before the audit log was open is not recorded", "user", ev.User.Username, "verb", ev.Verb, "uri", ev.RequestURI, "code", code)

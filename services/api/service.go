@@ -131,6 +131,8 @@ type Service struct {
 	fields *fieldmanager.Managers
 	// lists answers lists from memory once a kind's cache has synced.
 	lists *listCaches
+	// checked remembers managed fields the schema check passed.
+	checked checkedFields
 }
 
 // requestTimeout bounds a request that is not a watch or a log stream.

@@ -97,7 +97,7 @@ func (s *Service) issueToken(w http.ResponseWriter, r *http.Request, ref *resour
 	}
 	tref := &resourceRef{res: s.reg.MustLookup("homeostat.io", "tokens"), group: "homeostat.io", version: "v1",
 		plural: "tokens", namespace: ref.namespace}
-	if tok, e = check(tref, tok); e != nil {
+	if tok, e = s.check(tref, tok); e != nil {
 		return e
 	}
 	req.APIVersion, req.Kind = "authentication.k8s.io/v1", "TokenRequest"

@@ -83,7 +83,7 @@ func (s *Service) insert(w http.ResponseWriter, r *http.Request, ref *resourceRe
 	}
 	o.Metadata.UID, o.Metadata.Generation = "", 0
 	o.Metadata.DeletionTimestamp, o.Metadata.DeletionGracePeriodSeconds = nil, nil
-	o, e := check(ref, o)
+	o, e := s.check(ref, o)
 	if e != nil {
 		return e
 	}
@@ -180,7 +180,7 @@ func (s *Service) replace(r *http.Request, ref *resourceRef, cur, in *object.Obj
 	if !opts.applied {
 		n = s.trackUpdate(r, ref, cur, n)
 	}
-	n, e := check(ref, n)
+	n, e := s.check(ref, n)
 	if e != nil {
 		return nil, e
 	}
