@@ -109,8 +109,9 @@ type Result struct {
 	MachineBusy float64
 }
 
-// selfName names the bench's own process, which runs the embedded store.
-const selfName = "nats (embedded, with the bench)"
+// selfName names the bench's own process: its watch of every pod, and
+// the API probes' clients.
+const selfName = "bench (its watch and clients)"
 
 // Run runs one scenario from an empty store.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
@@ -129,15 +130,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		defer os.RemoveAll(d)
 		sc.dir = d
 	}
-	// This process's peak is this run's: it holds the store, and runs
-	// follow one another in it.
+	// This process's peak is this run's: runs follow one another in it.
 	resetPeak()
-	conn, err := bus.Connect(ctx, bus.Config{Embedded: &bus.EmbeddedConfig{DataDir: filepath.Join(sc.dir, "store"), Port: -1}, Name: "bench"})
+	store, conn, url, err := startStore(ctx, cfg, sc.dir)
 	if err != nil {
 		return nil, err
 	}
+	defer components{store}.stop()
 	defer conn.Close()
-	sc.conn = conn
+	sc.conn, sc.store, sc.natsURL = conn, store, url
 	res := &Result{Scenario: fmt.Sprintf("%d deployment(s) x %d replicas on %d nodes", cfg.Deployments, cfg.Replicas, cfg.Nodes),
 		Pods: cfg.Deployments * cfg.Replicas, Nodes: cfg.Nodes, ViaAPI: cfg.ViaAPI}
 	if cfg.ViaAPI {
@@ -161,6 +162,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 type scenario struct {
 	cfg      Config
 	conn     *bus.Conn
+	store    *component
+	natsURL  string
 	dir      string
 	progress func(string, ...any)
 }
@@ -176,12 +179,12 @@ func (sc scenario) run(ctx context.Context, res *Result) error {
 	var err error
 	if sc.cfg.ViaAPI {
 		sc.progress("starting the API")
-		if api, err = startAPI(ctx, sc.cfg, sc.conn.ClientURL(), sc.dir); err != nil {
+		if api, err = startAPI(ctx, sc.cfg, sc.natsURL, sc.dir); err != nil {
 			return err
 		}
 		defer components{api.proc}.stop()
 	}
-	procs, err := startComponents(sc.cfg, sc.conn.ClientURL(), sc.dir)
+	procs, err := startComponents(sc.cfg, sc.natsURL, sc.dir)
 	if err != nil {
 		return err
 	}
@@ -199,9 +202,9 @@ func (sc scenario) run(ctx context.Context, res *Result) error {
 	if err != nil {
 		return err
 	}
-	all := procs
+	all := append(components{sc.store}, procs...)
 	if api != nil {
-		all = append(components{api.proc}, procs...)
+		all = append(components{api.proc}, all...)
 	}
 	stopProfiles, err := sc.startProfiles(all)
 	if err != nil {
@@ -255,13 +258,13 @@ func (sc scenario) run(ctx context.Context, res *Result) error {
 }
 
 // startProfiles profiles the scenario, when asked to: each component
-// from SIGUSR1 to SIGUSR2, and the bench's own process, which runs the
-// store and the bench's watch. stop may be called more than once.
+// from SIGUSR1 to SIGUSR2, and the bench's own process, its watch of
+// every pod. stop may be called more than once.
 func (sc scenario) startProfiles(cs components) (stop func(), err error) {
 	if sc.cfg.CPUProfile == "" {
 		return func() {}, nil
 	}
-	stopSelf, err := profile(filepath.Join(sc.cfg.CPUProfile, fmt.Sprintf("nats-and-bench-%d", os.Getpid())))
+	stopSelf, err := profile(filepath.Join(sc.cfg.CPUProfile, fmt.Sprintf("bench-%d", os.Getpid())))
 	if err != nil {
 		return nil, err
 	}
@@ -584,8 +587,8 @@ func profile(base string) (stop func(), err error) {
 	return func() {
 		pprof.StopCPUProfile()
 		f.Close()
-		// The heap as the scenario ends, every pod Running: the store's
-		// and the bench's watch's, which its peak memory counts.
+		// The heap as the scenario ends, every pod Running: the bench's
+		// watch's, which its peak memory counts.
 		if h, err := os.Create(base + ".heap"); err == nil {
 			runtime.GC()
 			_ = pprof.WriteHeapProfile(h)

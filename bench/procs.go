@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/homeostat/homeostat/bus"
 )
 
 type component struct {
@@ -68,6 +70,34 @@ func startComponents(cfg Config, natsURL, dir string) (components, error) {
 		cs = append(cs, c)
 	}
 	return cs, nil
+}
+
+// storeName names the store's process in the bench's report.
+const storeName = "nats"
+
+// startStore runs the store, a NATS server with JetStream, in a process
+// of its own, as it runs beside the components it serves, and connects
+// the bench to it. In the bench's process, the store was paused by the
+// bench's collections (its watch of every pod, the probes' clients), and
+// its memory and CPU were counted with theirs.
+func startStore(ctx context.Context, cfg Config, dir string) (*component, *bus.Conn, string, error) {
+	addr := filepath.Join(dir, "nats.address")
+	c, err := startComponent(cfg, dir, storeName, []string{"nats-store", "--data-dir", filepath.Join(dir, "store"), "--address-file", addr})
+	if err != nil {
+		return nil, nil, "", err
+	}
+	awaitFile(addr, ctx.Done(), time.Now().Add(time.Minute))
+	url, err := os.ReadFile(addr)
+	if err != nil {
+		components{c}.stop()
+		return nil, nil, "", fmt.Errorf("bench: the store did not serve within a minute (see %s): %w", filepath.Join(dir, "nats.log"), err)
+	}
+	conn, err := bus.Connect(ctx, bus.Config{URLs: string(url), Name: "bench"})
+	if err != nil {
+		components{c}.stop()
+		return nil, nil, "", err
+	}
+	return c, conn, string(url), nil
 }
 
 // startComponent runs the binary with args as the component name, its

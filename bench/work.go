@@ -32,7 +32,7 @@ type Work struct {
 }
 
 // work reads each component's CPU time, writes and reconcile count now,
-// and the bench's own process's, which holds the embedded store. The
+// and the bench's own process's (its watch of every pod, its clients). The
 // components are read at once, so that their counts tell nearly the same
 // moment.
 func (cs components) work(ctx context.Context) []Work {

@@ -27,8 +27,9 @@ func newBench() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure convergence at scale on simulated nodes, against the store's own ceiling",
-		Long: `bench starts an embedded NATS server, measures its write ceiling, then runs
-the controllers, the scheduler and simulated nodes as separate processes and
+		Long: `bench starts a NATS server in a process of its own, measures its write
+ceiling, then runs the controllers, the scheduler and simulated nodes as
+separate processes and
 times two scenarios from an empty store: one Deployment of --replicas pods,
 and --deployments Deployments of --per pods. Each scenario runs --runs
 times, and the medians with their least and greatest close it.`,

@@ -261,7 +261,7 @@ func TestBinaryBench(t *testing.T) {
 	for _, want := range []string{"all 20 pods Running", "all 12 pods Running", "throughput / ceiling", "peak memory scheduler-2", "store ceiling",
 		"work of scheduler-1", "work of controllers-2",
 		"store writes per pod", "    pods ", "1 deployment(s) x 20 replicas on 4 nodes: median of 2 runs",
-		"work of nats (embedded, with the bench)", "created -> bound p99", "last pod bound after"} {
+		"work of nats ", "work of bench (its watch and clients)", "peak memory nats ", "created -> bound p99", "last pod bound after"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("bench output lacks %q:\n%s", want, out)
 		}
@@ -286,7 +286,7 @@ func TestBinaryBench(t *testing.T) {
 	if !regexp.MustCompile(`the machine's cores busy +[1-9]\d*% of the time`).MatchString(out) {
 		t.Errorf("bench output lacks how busy the cores were:\n%s", out)
 	}
-	for comp, n := range map[string]int{"controllers": 2, "scheduler": 2, "nodeagent": 1, "nats-and-bench": 1} {
+	for comp, n := range map[string]int{"controllers": 2, "scheduler": 2, "nodeagent": 1, "nats-store": 1, "bench": 1} {
 		// A component's profile is written only if the bench asked it
 		// to start one (SIGUSR1) and to stop it (SIGUSR2, or at its end).
 		m, _ := filepath.Glob(filepath.Join(profiles, "1x20-run2", comp+"-*.prof"))

@@ -134,7 +134,7 @@ func newRoot() *cobra.Command {
 		newUp(g), newAPI(g), newControllers(g), newScheduler(g), newNodeAgent(g), newDemo(),
 		newApply(g), newGet(g), newDescribe(g), newDelete(g), newAPIResources(g),
 		newRollout(g), newScale(g), newLogs(g), newPortForward(g), newBench(), newTrace(g), newHistory(g), newExplain(g),
-		newToken(g), newAuth(g), newUser(), newAudit(g), newPKI(), newNATS(), newLogShim(),
+		newToken(g), newAuth(g), newUser(), newAudit(g), newPKI(), newNATS(), newLogShim(), newNATSStore(),
 	)
 	return root
 }
