@@ -23,6 +23,8 @@ type component struct {
 	cmd  *exec.Cmd
 	peak atomic.Int64
 	done chan struct{}
+	// exited closes when the process has ended (and been waited for).
+	exited chan struct{}
 	// metrics opens the component's metrics, or is nil.
 	metrics func(context.Context) (io.ReadCloser, error)
 }
@@ -86,11 +88,14 @@ func startStore(ctx context.Context, cfg Config, dir string) (*component, *bus.C
 	if err != nil {
 		return nil, nil, "", err
 	}
-	awaitFile(addr, ctx.Done(), time.Now().Add(time.Minute))
+	awaitFile(addr, c.exited, time.Now().Add(time.Minute))
 	url, err := os.ReadFile(addr)
 	if err != nil {
 		components{c}.stop()
-		return nil, nil, "", fmt.Errorf("bench: the store did not serve within a minute (see %s): %w", filepath.Join(dir, "nats.log"), err)
+		if ctx.Err() != nil {
+			return nil, nil, "", ctx.Err()
+		}
+		return nil, nil, "", fmt.Errorf("bench: the store did not start serving (see %s): %w", filepath.Join(dir, "nats.log"), err)
 	}
 	conn, err := bus.Connect(ctx, bus.Config{URLs: string(url), Name: "bench"})
 	if err != nil {
@@ -120,7 +125,11 @@ func startComponent(cfg Config, dir, name string, args []string) (*component, er
 	}
 	// The child holds the file now.
 	logf.Close()
-	c := &component{name: name, cmd: cmd, done: make(chan struct{})}
+	c := &component{name: name, cmd: cmd, done: make(chan struct{}), exited: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(c.exited)
+	}()
 	go func() {
 		for {
 			select {
@@ -183,13 +192,11 @@ func (cs components) stop() {
 		_ = c.cmd.Process.Signal(syscall.SIGINT)
 	}
 	for _, c := range cs {
-		waited := make(chan struct{})
-		go func() { _ = c.cmd.Wait(); close(waited) }()
 		select {
-		case <-waited:
+		case <-c.exited:
 		case <-time.After(20 * time.Second):
 			_ = c.cmd.Process.Kill()
-			<-waited
+			<-c.exited
 		}
 		close(c.done)
 	}

@@ -89,8 +89,10 @@ func bounded(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // within bounds ctx by d, unless its deadline comes as soon already: a
-// timeout inside a sooner deadline bounds nothing more, and each costs a
-// write a timer and three allocations (an API create made six).
+// timeout inside a sooner deadline bounds nothing more, yet
+// context.WithTimeout still makes a context and registers it with its
+// parent (an API create made six timeouts, three of them inside sooner
+// ones).
 func within(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
 		return ctx, func() {}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	stdjson "encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/go-json-experiment/json"
@@ -27,11 +29,20 @@ var docOptions = json.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.A
 
 var docDecoders = sync.Pool{New: func() any { return jsontext.NewDecoder(bytes.NewBuffer(nil), docOptions) }}
 
+// noInput is what a pooled decoder reads between uses, so that it does
+// not hold on to the last caller's bytes; no decoder reads it.
+var noInput = new(bytes.Reader)
+
 // DecodeJSON decodes one JSON document, keeping numbers exact; anything
-// after it but white space is an error.
+// after it but white space is an error. (The encoding/json reader it
+// replaced let a closing bracket through after the document, as in
+// `{}}`: its Decoder.More reports none there.)
 func DecodeJSON(b []byte) (any, error) {
 	d := docDecoders.Get().(*jsontext.Decoder)
-	defer docDecoders.Put(d)
+	defer func() {
+		d.Reset(noInput, docOptions)
+		docDecoders.Put(d)
+	}()
 	// A bytes.Buffer is read in place, not copied.
 	d.Reset(bytes.NewBuffer(b), docOptions)
 	v, err := readValue(d)
@@ -44,6 +55,7 @@ func DecodeJSON(b []byte) (any, error) {
 	return v, nil
 }
 
+// readValue reads the next value of d as a document.
 func readValue(d *jsontext.Decoder) (any, error) {
 	t, err := d.ReadToken()
 	if err != nil {
@@ -91,6 +103,11 @@ var docWrite = json.JoinOptions(jsonv1.DefaultOptionsV1(),
 	json.WithMarshalers(json.MarshalToFunc(func(enc *jsontext.Encoder, n stdjson.Number) error {
 		if n == "" {
 			n = "0" // as encoding/json writes the zero Number
+		}
+		// Digits alone, as encoding/json checks: a raw value would take
+		// any JSON, spaced.
+		if v := jsontext.Value(n); v.Kind() != '0' || strings.TrimSpace(string(n)) != string(n) {
+			return fmt.Errorf("json: invalid number literal %q", string(n))
 		}
 		return enc.WriteValue(jsontext.Value(n))
 	})))

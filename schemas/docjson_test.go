@@ -110,3 +110,16 @@ func TestEncodeJSONOfGoValues(t *testing.T) {
 		writesAsEncodingJSON(t, v)
 	}
 }
+
+// TestEncodeJSONRefusesWhatIsNotANumber: a Number that is not digits is
+// refused, as encoding/json refuses it, not written as the JSON it holds.
+func TestEncodeJSONRefusesWhatIsNotANumber(t *testing.T) {
+	for _, n := range []json.Number{"true", `"x"`, "{}", " 1 ", "1e", "0x10"} {
+		if _, err := json.Marshal(n); err == nil {
+			t.Fatalf("encoding/json wrote %q: the case tests nothing", n)
+		}
+		if b, err := schemas.EncodeJSON(n); err == nil {
+			t.Errorf("EncodeJSON wrote %q as %s", n, b)
+		}
+	}
+}

@@ -15,7 +15,7 @@ func newNATSStore() *cobra.Command {
 	var dataDir, addressFile string
 	cmd := &cobra.Command{
 		Use:    "nats-store",
-		Short:  "Run the bench's store, a NATS server on a loopback port (for bench only)",
+		Short:  "Run the bench's store, a NATS server on a loopback port that asks no credentials (for bench only)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

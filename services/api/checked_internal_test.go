@@ -105,6 +105,51 @@ func TestCheckedManagedFields(t *testing.T) {
 	}
 }
 
+// TestCheckedCustomKindsWhole: a custom kind's schema may tie its
+// metadata to the rest of the object, so its objects are always checked
+// whole: a rule that applies only where managed fields are present still
+// refuses the second object with the same managed fields.
+func TestCheckedCustomKindsWhole(t *testing.T) {
+	reg, err := schemas.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := object.Decode([]byte(`{"apiVersion":"homeostat.io/v1","kind":"ResourceDefinition","metadata":{"name":"gauges.example.com"},
+"spec":{"group":"example.com","version":"v1","kind":"Gauge","plural":"gauges","schema":{"type":"object",
+"if":{"properties":{"metadata":{"required":["managedFields"]}}},
+"then":{"properties":{"spec":{"properties":{"size":{"maximum":10}}}}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := reg.Register(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := &resourceRef{res: res, group: "example.com", version: "v1", plural: "gauges", namespace: "default"}
+	gauge := func(name string, size int) *object.Object {
+		o, err := object.Decode([]byte(`{"apiVersion":"example.com/v1","kind":"Gauge","metadata":{"name":"` + name +
+			`","namespace":"default","managedFields":[{"apiVersion":"example.com/v1","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{"f:size":{}}},"manager":"m","operation":"Update"}]},"spec":{"size":` + strconv.Itoa(size) + `}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	s := &Service{}
+	small := gauge("small", 5)
+	checked, e := s.check(ref, small)
+	if e != nil {
+		t.Fatalf("a valid gauge refused: %s", e.message)
+	}
+	// Written back as they came, so that a check which remembered fields
+	// would remember these.
+	if !bytes.Equal(checked.Metadata.ManagedFields, small.Metadata.ManagedFields) {
+		t.Fatalf("the check wrote the managed fields\n%s\nthat came as\n%s", checked.Metadata.ManagedFields, small.Metadata.ManagedFields)
+	}
+	if _, e := s.check(ref, gauge("large", 100)); e == nil || e.code != http.StatusUnprocessableEntity {
+		t.Fatalf("a gauge over its schema's maximum, with managed fields that passed before: answered %v, want 422", e)
+	}
+}
+
 // TestCheckedFieldsBounded: what is remembered stays within its bound.
 func TestCheckedFieldsBounded(t *testing.T) {
 	var c checkedFields
@@ -121,5 +166,15 @@ func TestCheckedFieldsBounded(t *testing.T) {
 	}
 	if c.known(res, nil) {
 		t.Fatal("no managed fields are known")
+	}
+	large := bytes.Repeat([]byte("x"), checkedMaxBytes+1)
+	c.add(res, large)
+	if c.known(res, large) {
+		t.Fatal("managed fields over the size bound are remembered")
+	}
+	custom := &schemas.Resource{Custom: true}
+	c.add(custom, key(1))
+	if c.known(custom, key(1)) {
+		t.Fatal("a custom kind's managed fields are remembered")
 	}
 }
