@@ -36,6 +36,7 @@ func Decode(data []byte) (*Object, error) {
 	}
 	if o != nil {
 		o.Metadata.ManagedFields = intern(managedFields, o.Metadata.ManagedFields)
+		o.Spec = intern(specs, o.Spec)
 	}
 	return (*Object)(o), nil
 }

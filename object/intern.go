@@ -3,6 +3,7 @@ package object
 import (
 	"bytes"
 	varint "encoding/binary"
+	"hash/maphash"
 	stdjson "encoding/json"
 	"slices"
 	"sync"
@@ -17,6 +18,12 @@ import (
 // read-only, as every cached object's parts are: nothing writes into a
 // RawMessage, a change replaces it.
 var managedFields = newInternShards[stdjson.RawMessage](4<<20, 64<<10)
+
+// specs holds one copy of each spec decoded lately. The pods of one
+// template bound to one node have the same spec, byte for byte: at
+// 100,000 pods on 5,000 nodes, twenty share each. 8 MiB keeps some
+// 30,000 pod specs.
+var specs = newInternShards[stdjson.RawMessage](8<<20, 4<<10)
 
 // stringMaps holds one copy of each small string map (labels,
 // annotations) seen lately on a shared object: the pods of a ReplicaSet
@@ -87,9 +94,10 @@ func appendSized(b []byte, s string) []byte {
 	return append(varint.AppendUvarint(b, uint64(len(s))), s...)
 }
 
-// internShards spreads a table over shards chosen by a key's length, so
+// internShards spreads a table over shards chosen by a hash of a key, so
 // that equal keys meet in one and decodes on many cores seldom wait for
-// the same lock.
+// the same lock. (Chosen by length, keys of one length, as the specs of
+// pods bound to nodes named alike are, all filled one shard.)
 type internShards[V any] [16]internTable[V]
 
 func newInternShards[V any](maxBytes, maxValue int) *internShards[V] {
@@ -100,7 +108,11 @@ func newInternShards[V any](maxBytes, maxValue int) *internShards[V] {
 	return &s
 }
 
-func (s *internShards[V]) shard(key []byte) *internTable[V] { return &s[len(key)%len(s)] }
+func (s *internShards[V]) shard(key []byte) *internTable[V] {
+	return &s[maphash.Bytes(shardSeed, key)%uint64(len(s))]
+}
+
+var shardSeed = maphash.MakeSeed()
 
 // intern returns the kept copy of b's bytes, keeping b (which the caller
 // gives up) when there is none. What it returns has no room to grow, so

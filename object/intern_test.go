@@ -110,6 +110,43 @@ func TestInternTableStartsAgainWhenFull(t *testing.T) {
 	}
 }
 
+// Objects decoded, whole or by their layout, from the same spec share one
+// copy of it; an append to one object's copy leaves the other's be.
+func TestDecodedObjectsShareTheirSpecs(t *testing.T) {
+	var decoded []*Object
+	for i, node := range []string{"n1", "n1", "n2"} {
+		o := layoutCase(fmt.Sprint("p", i), "", `{"containers":[{"name":"c"}],"nodeName":"`+node+`"}`, `{"phase":"Running"}`)
+		data, l, err := EncodeLayout(o)
+		if err != nil || (l == Layout{}) {
+			t.Fatalf("encoding with a layout: %+v, %v", l, err)
+		}
+		byLayout, err := DecodeLayout(data, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole, err := Decode(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		decoded = append(decoded, byLayout, whole)
+	}
+	for i, o := range decoded[1:4] {
+		if !sameBytes(o.Spec, decoded[0].Spec) {
+			t.Fatalf("decode %d of an equal spec holds a copy of its own", i+1)
+		}
+	}
+	if bytes.Equal(decoded[4].Spec, decoded[0].Spec) || samePlace(decoded[4].Spec, decoded[0].Spec) {
+		t.Fatal("another node's spec was given the first's")
+	}
+	if !sameBytes(decoded[4].Spec, decoded[5].Spec) {
+		t.Fatal("the other spec's two decodes hold a copy each")
+	}
+	want := string(decoded[0].Spec)
+	if grown := append(decoded[1].Spec, ' '); samePlace(grown, decoded[0].Spec) || string(decoded[0].Spec) != want {
+		t.Fatal("an append to one object's spec wrote into another's")
+	}
+}
+
 // Equal values meet in one shard, whose bound is its share of the whole.
 func TestInternShards(t *testing.T) {
 	s := newInternShards[stdjson.RawMessage](16*9, 5)
@@ -122,8 +159,26 @@ func TestInternShards(t *testing.T) {
 			t.Fatalf("shard %d is bounded at %d bytes and values of %d, want 9 and 5", i, s[i].maxBytes, s[i].maxValue)
 		}
 	}
-	if n := len(s[3].m); n != 1 {
-		t.Fatalf("the shard of three-byte values holds %d, want 1", n)
+	held := 0
+	for i := range s {
+		held += len(s[i].m)
+	}
+	if n := len(s.shard([]byte(`[1]`)).m); n != 1 || held != 1 {
+		t.Fatalf("the value's shard holds %d and all shards %d, want 1 and 1", n, held)
+	}
+}
+
+// Keys of one length, as the specs of pods on nodes named alike are, are
+// spread over the shards, not kept in one.
+func TestInternShardsSpreadKeysOfOneLength(t *testing.T) {
+	s := newInternShards[stdjson.RawMessage](1<<20, 64)
+	for i := range 1000 {
+		intern(s, stdjson.RawMessage(fmt.Sprintf(`{"nodeName":"n-%04d"}`, i)))
+	}
+	for i := range s {
+		if n := len(s[i].m); n < 20 || n > 120 {
+			t.Fatalf("shard %d holds %d of 1,000 keys of one length, want about 62", i, n)
+		}
 	}
 }
 
@@ -231,14 +286,20 @@ func sameMap(a, b map[string]string) bool {
 // A map kept counts its entries' bytes and the map's own against the
 // table's bound, not its key's bytes alone.
 func TestSharedMapsCountTheirMaps(t *testing.T) {
-	first, _ := mapKey(nil, map[string]string{"counted": "0"})
+	first, _ := mapKey(nil, map[string]string{"counted": "0000"})
 	shards := newInternShards[map[string]string](16*3*(len(first)+mapBytes), 1024)
+	// Four maps whose keys meet in one shard, which holds three.
+	var maps4 []map[string]string
+	tab := shards.shard(first)
+	for i := 0; len(maps4) < 4; i++ {
+		m := map[string]string{"counted": fmt.Sprintf("%04d", i)}
+		if key, _ := mapKey(nil, m); shards.shard(key) == tab {
+			maps4 = append(maps4, m)
+		}
+	}
 	var kept []map[string]string
-	for i := range 4 {
-		// Keys of one length, so one shard, which holds three.
-		m := map[string]string{"counted": fmt.Sprint(i)}
+	for i, m := range maps4 {
 		key, _ := mapKey(nil, m)
-		tab := shards.shard(key)
 		kept = append(kept, shareMapIn(shards, m))
 		tab.mu.Lock()
 		size, n := tab.size, len(tab.m)
@@ -247,7 +308,7 @@ func TestSharedMapsCountTheirMaps(t *testing.T) {
 			t.Fatalf("after %d maps the shard holds %d of %d bytes", i+1, n, size)
 		}
 	}
-	if again := shareMapIn(shards, map[string]string{"counted": "0"}); sameMap(again, kept[0]) {
+	if again := shareMapIn(shards, maps.Clone(maps4[0])); sameMap(again, kept[0]) {
 		t.Fatal("a map from before the shard started again was given out")
 	}
 }

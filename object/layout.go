@@ -101,7 +101,7 @@ func DecodeLayout(data []byte, l Layout) (*Object, error) {
 		o.Metadata.ManagedFields = internCopy(managedFields, data[mf[0]:mf[1]])
 	}
 	if s := l.Spec; s[1] > 0 {
-		o.Spec = bytes.Clone(data[s[0]:s[1]])
+		o.Spec = internCopy(specs, data[s[0]:s[1]])
 	}
 	if s := l.Status; s[1] > 0 {
 		o.Status = bytes.Clone(data[s[0]:s[1]])
