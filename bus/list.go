@@ -195,8 +195,8 @@ func (s *Store) PageOf(items map[string]*object.Object, revision uint64, opts Li
 // object they hold for key, else encoded now.
 func (s *Store) sharedJSON(key string, o *object.Object) []byte {
 	if rev, err := Revision(o.Metadata.ResourceVersion); err == nil {
-		if d, ok := s.shared.lookup(key, rev); ok && d.obj == o {
-			return d.encoded()
+		if d, held, ok := s.shared.lookup(key, rev); ok && held == o {
+			return d.encoded(o)
 		}
 	}
 	b, _ := object.Encode(o)

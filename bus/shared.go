@@ -3,6 +3,7 @@ package bus
 import (
 	"strings"
 	"sync"
+	"weak"
 
 	"github.com/homeostat/homeostat/object"
 )
@@ -44,51 +45,66 @@ func (d *decodedSets) of(bucket string) *sharedObjects {
 	return so
 }
 
-// decoded is one revision of an object, shared by every reader of it.
+// decoded is one revision of an object, shared by every reader of it. It
+// holds the object weakly: the readers that keep it keep it alive, and
+// one that keeps less of it (an informer's SetKeep) lets the rest go.
+// A revision read again once nothing holds its object is decoded again.
 type decoded struct {
 	rev  uint64
-	obj  *object.Object
+	obj  weak.Pointer[object.Object]
 	once sync.Once
 	json []byte
 }
 
-// encoded returns the object's JSON as served (resourceVersion set),
-// encoding it on first need; nil if it cannot be encoded.
-func (d *decoded) encoded() []byte {
+// object is the entry's object, nil once no reader holds it.
+func (d *decoded) object() *object.Object { return d.obj.Value() }
+
+// encoded returns the JSON as served (resourceVersion set) of o, the
+// entry's object, which its caller holds: encoded on first need, nil if
+// it cannot be.
+func (d *decoded) encoded(o *object.Object) []byte {
 	d.once.Do(func() {
-		if b, err := object.Encode(d.obj); err == nil {
+		if b, err := object.Encode(o); err == nil {
 			d.json = b
 		}
 	})
 	return d.json
 }
 
-// lookup returns key's entry if it holds revision rev.
-func (c *sharedObjects) lookup(key string, rev uint64) (*decoded, bool) {
+// lookup returns key's entry and its object if it holds revision rev and
+// a reader still holds the object.
+func (c *sharedObjects) lookup(key string, rev uint64) (*decoded, *object.Object, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d, ok := c.m[key]
-	return d, ok && d.rev == rev
+	if !ok || d.rev != rev {
+		return nil, nil, false
+	}
+	o := d.object()
+	return d, o, o != nil
 }
 
 // keep records key's object at rev, unless a later revision is held, and
-// returns the entry of rev: the one already held when another reader
-// decoded the same revision first, so that readers share one value.
-func (c *sharedObjects) keep(key string, rev uint64, o *object.Object) *decoded {
-	d := &decoded{rev: rev, obj: o}
+// returns the entry of rev and its object: the one already held when
+// another reader decoded the same revision first and holds it still, so
+// that readers share one value.
+func (c *sharedObjects) keep(key string, rev uint64, o *object.Object) (*decoded, *object.Object) {
+	d := &decoded{rev: rev, obj: weak.Make(o)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
 		c.m = map[string]*decoded{}
 	}
 	cur, ok := c.m[key]
-	switch {
-	case ok && cur.rev == rev:
-		return cur
-	case !ok || cur.rev < rev:
+	if ok && cur.rev == rev {
+		if held := cur.object(); held != nil {
+			return cur, held
+		}
+	}
+	if !ok || cur.rev <= rev {
 		c.m[key] = d
 	}
-	return d
+	return d, o
 }
 
 // drop forgets key's entry if it is older than rev (the key was deleted at rev).
@@ -122,15 +138,14 @@ func (s *Store) sharedEvent(m rawMsg, live bool) Event {
 		s.shared.drop(key, m.seq)
 		return s.toEvent(m, live)
 	}
-	if d, ok := s.shared.lookup(key, m.seq); ok {
+	if d, o, ok := s.shared.lookup(key, m.seq); ok {
 		return Event{Type: eventType(m, live), Key: key, Revision: m.seq, Time: m.time, Trace: extractSpan(m.header),
-			StatusBy: statusBy(m, live), Object: d.obj, shared: d}
+			StatusBy: statusBy(m, live), Object: o, shared: d}
 	}
 	ev := s.toEvent(m, live)
 	if ev.Type == Added || ev.Type == Modified {
 		ev.Object.ShareMaps()
-		ev.shared = s.shared.keep(key, m.seq, ev.Object)
-		ev.Object = ev.shared.obj
+		ev.shared, ev.Object = s.shared.keep(key, m.seq, ev.Object)
 	}
 	return ev
 }

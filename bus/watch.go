@@ -66,10 +66,10 @@ type Event struct {
 // did not come from a shared watch, is a delete, or its Object has been
 // replaced since.
 func (e Event) JSON() []byte {
-	if e.shared == nil || e.shared.obj != e.Object {
+	if e.shared == nil || e.Object == nil || e.shared.object() != e.Object {
 		return nil
 	}
-	return e.shared.encoded()
+	return e.shared.encoded(e.Object)
 }
 
 // Context returns ctx carrying the trace context of the write that caused the event.
