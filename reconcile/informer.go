@@ -59,6 +59,7 @@ type Informer struct {
 	items  map[string]*object.Object
 	values map[string]any
 	decode Decoder
+	keep   func(*object.Object) *object.Object
 	rev    uint64
 	// delivered is the revision of the last message the watch delivered:
 	// rev may be ahead of it, moved to the stream's last sequence when the
@@ -144,6 +145,17 @@ func (i *Informer) SetDecoder(fn Decoder) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.decode = fn
+}
+
+// SetKeep makes the informer keep, of each object, what fn returns: the
+// object itself, or a lighter copy holding what its readers read (see
+// kinds.LeanBoundPod). Get, List, its decoder and its handlers see what
+// fn kept, which must never be written back over the stored object: a
+// writer reads the stored one. Call before the manager runs.
+func (i *Informer) SetKeep(fn func(*object.Object) *object.Object) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.keep = fn
 }
 
 // Value returns the decoded form of key's object.
@@ -316,8 +328,11 @@ func (i *Informer) reindex(key string, old, o *object.Object, oldValue, value an
 func (i *Informer) apply(ev bus.Event, delivered bool) (Change, bool) {
 	gone := ev.Type == bus.Deleted || ev.Type == bus.Corrupt
 	i.mu.RLock()
-	old, oldValue, decode := i.items[ev.Key], i.values[ev.Key], i.decode
+	old, oldValue, decode, keep := i.items[ev.Key], i.values[ev.Key], i.decode, i.keep
 	i.mu.RUnlock()
+	if !gone && keep != nil {
+		ev.Object = keep(ev.Object)
+	}
 	ch := Change{Old: old, OldValue: oldValue, Revision: ev.Revision, Trace: ev.Trace, StatusBy: ev.StatusBy}
 	if !gone && decode != nil {
 		ch.NewValue = decode(ev.Object, old, oldValue)

@@ -78,6 +78,74 @@ func TestDecoderSeesThePreviousVersion(t *testing.T) {
 	}
 }
 
+// An informer keeps what its keep function returns: its decoder, its
+// handlers, Get, List and its indexes see that, and a deletion reaches
+// the handlers as the last version kept.
+func TestInformerKeepsWhatItsKeepReturns(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	conn := bustest.Conn(t)
+	s := store(t, conn)
+	inf := reconcile.NewInformer(widgets, s, nil)
+	lean := func(o *object.Object) bool { return string(o.Spec) == `{"lean":true}` }
+	inf.SetKeep(func(o *object.Object) *object.Object {
+		c := *o
+		c.Spec = json.RawMessage(`{"lean":true}`)
+		return &c
+	})
+	var mu sync.Mutex
+	var decoded, changed []bool
+	inf.SetDecoder(reconcile.DecodeEach(func(o *object.Object) any {
+		mu.Lock()
+		defer mu.Unlock()
+		decoded = append(decoded, lean(o))
+		return nil
+	}))
+	inf.AddIndex("spec", func(o *object.Object) []string { return []string{string(o.Spec)} })
+	inf.OnChange(func(ch reconcile.Change) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, o := range []*object.Object{ch.Old, ch.New} {
+			if o != nil {
+				changed = append(changed, lean(o))
+			}
+		}
+	})
+	done := make(chan struct{})
+	go func() { defer close(done); inf.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	poll.Until(t, "the informer synced", 10*time.Second, inf.Synced)
+	created, err := s.Create(ctx, widget("w"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the informer holds the create", 10*time.Second, func() bool {
+		_, ok := inf.Get(created.Key())
+		return ok
+	})
+	if o, _ := inf.Get(created.Key()); !lean(o) || o.Metadata.ResourceVersion != created.Metadata.ResourceVersion {
+		t.Fatalf("Get gave spec %s at %s", o.Spec, o.Metadata.ResourceVersion)
+	}
+	if l := inf.List(); len(l) != 1 || !lean(l[0]) {
+		t.Fatalf("List gave %v", l)
+	}
+	if got := inf.ByIndex("spec", `{"lean":true}`); len(got) != 1 {
+		t.Fatalf("the index files %d objects under the kept spec", len(got))
+	}
+	if _, _, err := s.Delete(ctx, created.Key(), bus.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the informer saw the delete", 10*time.Second, func() bool { return len(inf.List()) == 0 })
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []bool{true}; !slices.Equal(decoded, want) {
+		t.Fatalf("the decoder saw kept objects %v, want %v", decoded, want)
+	}
+	if want := []bool{true, true}; !slices.Equal(changed, want) {
+		t.Fatalf("the handlers saw kept objects %v, want %v", changed, want)
+	}
+}
+
 // An index follows each change of its values, and a change that leaves
 // them alone leaves the object where it was; an index over the decoded
 // form follows it alike, handed each version's form as it is filed and

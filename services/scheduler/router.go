@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -29,6 +30,8 @@ type router struct {
 	log   *slog.Logger
 	// derived reports a node whose agent needs no index entries.
 	derived func(node string) bool
+	// read reads a pod as stored, for one the cache holds lean.
+	read func(ctx context.Context, key string) (*object.Object, error)
 
 	mu      sync.Mutex
 	active  bool
@@ -36,8 +39,9 @@ type router struct {
 	kick    chan struct{}
 }
 
-func newRouter(index *bus.NodePods, derived func(node string) bool, log *slog.Logger) *router {
-	return &router{index: index, derived: derived, log: log, kick: make(chan struct{}, 1)}
+func newRouter(index *bus.NodePods, derived func(node string) bool,
+	read func(ctx context.Context, key string) (*object.Object, error), log *slog.Logger) *router {
+	return &router{index: index, derived: derived, read: read, log: log, kick: make(chan struct{}, 1)}
 }
 
 func (r *router) change(ch reconcile.Change) {
@@ -125,7 +129,11 @@ func (r *router) flush(ctx context.Context) {
 	if len(batch) == 0 {
 		return
 	}
-	if err := r.index.Publish(ctx, batch); err != nil {
+	whole, err := r.whole(ctx, batch)
+	if err == nil {
+		err = r.index.Publish(ctx, whole)
+	}
+	if err != nil {
 		r.log.Warn("node pod index write failed", "err", err)
 		// Try them all again: index writes are idempotent.
 		r.mu.Lock()
@@ -137,4 +145,38 @@ func (r *router) flush(ctx context.Context) {
 		default:
 		}
 	}
+}
+
+// whole is batch with the pods the cache holds lean (kinds.IsPhaseOnly)
+// read as stored: an agent writes its status over its entry, so an entry
+// holds the whole pod. A pod gone, or bound elsewhere since, is left out:
+// its watch brings the change that says so.
+func (r *router) whole(ctx context.Context, batch []bus.NodePodChange) ([]bus.NodePodChange, error) {
+	var out []bus.NodePodChange
+	for i, ch := range batch {
+		if ch.Pod == nil || !kinds.IsPhaseOnly(ch.Pod) {
+			if out != nil {
+				out = append(out, ch)
+			}
+			continue
+		}
+		if out == nil {
+			out = append(make([]bus.NodePodChange, 0, len(batch)), batch[:i]...)
+		}
+		cur, err := r.read(ctx, ch.Key)
+		if errors.Is(err, bus.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if cur.Metadata.UID == ch.Pod.Metadata.UID && kinds.BoundNode(cur) == ch.Node {
+			ch.Pod = cur
+			out = append(out, ch)
+		}
+	}
+	if out == nil {
+		return batch, nil
+	}
+	return out, nil
 }

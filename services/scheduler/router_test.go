@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -10,12 +11,23 @@ import (
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/client"
 	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/testenv"
 )
 
 // indexed follows one node's entries in the node pod index: the keys it
 // holds now.
 func indexed(e *testenv.Env, node string) func() []string {
+	e.T.Helper()
+	held := entries(e, node)
+	return func() []string {
+		return slices.Sorted(maps.Keys(held()))
+	}
+}
+
+// entries follows one node's entries in the node pod index: the pods it
+// holds now, by key.
+func entries(e *testenv.Env, node string) func() map[string]*object.Object {
 	e.T.Helper()
 	index, err := e.Client().NodePods(e.Ctx)
 	if err != nil {
@@ -26,28 +38,23 @@ func indexed(e *testenv.Env, node string) func() []string {
 		e.T.Fatal(err)
 	}
 	var mu sync.Mutex
-	keys := map[string]bool{}
+	pods := map[string]*object.Object{}
 	go func() {
 		for ev := range ch {
 			mu.Lock()
 			switch ev.Type {
 			case bus.Added, bus.Modified:
-				keys[ev.Key] = true
+				pods[ev.Key] = ev.Object
 			case bus.Deleted:
-				delete(keys, ev.Key)
+				delete(pods, ev.Key)
 			}
 			mu.Unlock()
 		}
 	}()
-	return func() []string {
+	return func() map[string]*object.Object {
 		mu.Lock()
 		defer mu.Unlock()
-		var out []string
-		for k := range keys {
-			out = append(out, k)
-		}
-		slices.Sort(out)
-		return out
+		return maps.Clone(pods)
 	}
 }
 
@@ -98,4 +105,55 @@ func TestIndexLeavesOutNodesThatDerivePods(t *testing.T) {
 	e.Eventually("the node's current pods in the index once it reads it", 10*time.Second, func() bool {
 		return fmt.Sprint(drv()) == "[default.p3]"
 	})
+}
+
+// TestIndexEntriesHoldWholePods: of a pod bound to a node that derives its
+// pods, the scheduler keeps the phase of its status alone; should the node
+// turn to the index, the pod's entry holds it whole as stored, since the
+// node's agent writes its status over the entry.
+func TestIndexEntriesHoldWholePods(t *testing.T) {
+	e := testenv.New(t)
+	e.Apply(node("idx", false))
+	e.Apply(node("drv", true))
+	e.Apply(boundPod("p1", "drv"))
+	s, _ := e.Scheduler("s1")
+	e.Eventually("the scheduler's caches synced", 10*time.Second, func() bool {
+		select {
+		case <-s.Ready():
+			return true
+		default:
+			return false
+		}
+	})
+	// Written once the scheduler knows drv, p1's status is kept lean.
+	running := e.Get("pods", "p1").Clone()
+	st := kinds.PodStatus{Phase: kinds.PodRunning, PodIP: "10.0.0.1",
+		Conditions: []object.Condition{{Type: kinds.PodReady, Status: object.ConditionTrue}}}
+	if err := running.SetStatus(st); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.C.Update(e.Ctx, e.Res("pods"), running, true); err != nil {
+		t.Fatal(err)
+	}
+	idx, drv := indexed(e, "idx"), entries(e, "drv")
+	// The scheduler's watch of pods reads in order: once it has routed a
+	// pod written after p1's status, it holds that status.
+	e.Apply(boundPod("p2", "idx"))
+	e.Eventually("p2 in idx's index", 10*time.Second, func() bool { return fmt.Sprint(idx()) == "[default.p2]" })
+	if _, err := e.C.Patch(e.Ctx, e.Res("nodes"), "", "drv",
+		fmt.Appendf(nil, `{"metadata":{"annotations":{%q:null}}}`, kinds.AnnotationPodIndex)); err != nil {
+		t.Fatal(err)
+	}
+	var entry *object.Object
+	e.Eventually("p1 in drv's index once it reads it", 10*time.Second, func() bool {
+		entry = drv()["default.p1"]
+		return entry != nil
+	})
+	got, err := kinds.DecodePod(entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.PodIP != st.PodIP || !got.Ready() || got.Status.Phase != kinds.PodRunning {
+		t.Fatalf("p1's entry holds status %s, want the stored one (IP %s, Ready)", entry.Status, st.PodIP)
+	}
 }

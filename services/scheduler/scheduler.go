@@ -141,15 +141,32 @@ func (s *Service) setup(ctx context.Context) error {
 	if s.leases, err = s.cfg.Bus.Leases(ctx); err != nil {
 		return err
 	}
-	s.router = newRouter(s.index, func(node string) bool {
+	derived := func(node string) bool {
 		n, _ := s.nodes.Get(node)
 		return kinds.DerivesPods(n)
-	}, s.log)
+	}
+	read := func(ctx context.Context, key string) (*object.Object, error) { return s.pods.Store().Get(ctx, key) }
+	s.router = newRouter(s.index, derived, read, s.log)
+	s.pods.SetKeep(func(o *object.Object) *object.Object { return keptPod(o, derived) })
 	s.pods.SetDecoder(kinds.PodPhaseAfter)
 	s.pods.AddValueIndex(byNode, kinds.BoundNodeIndex)
 	s.pods.OnChange(s.onPod)
 	s.nodes.OnChange(s.onNode)
 	return nil
+}
+
+// keptPod is what the scheduler keeps of a pod: of one bound to a node
+// that derives its pods, its status's phase alone (kinds.PhaseOnly),
+// since the scheduler never writes a bound pod and learns from its status
+// only that it finished. A node that reads the node pod index gets its
+// entries from the pods kept, and its agent writes its status over them,
+// so those pods are kept whole; should one kept lean be written to the
+// index after all (its node came to read it), the router reads it whole.
+func keptPod(o *object.Object, derived func(node string) bool) *object.Object {
+	if n := kinds.BoundNode(o); n == "" || !derived(n) {
+		return o
+	}
+	return kinds.PhaseOnly(o)
 }
 
 func unbound(p *kinds.Pod) bool {

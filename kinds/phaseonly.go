@@ -1,0 +1,57 @@
+package kinds
+
+import (
+	stdjson "encoding/json"
+	"unsafe"
+
+	"github.com/homeostat/homeostat/object"
+)
+
+// phaseStatuses are the statuses PhaseOnly gives, one shared copy for
+// each phase a pod may have ("" when its status names none).
+var phaseStatuses = func() map[string]stdjson.RawMessage {
+	m := map[string]stdjson.RawMessage{}
+	for _, p := range []string{"", PodPending, PodRunning, PodSucceeded, PodFailed, PodUnknown} {
+		b := []byte(`{}`)
+		if p != "" {
+			b = []byte(`{"phase":"` + p + `"}`)
+		}
+		m[p] = b[:len(b):len(b)] // no room: an append copies
+	}
+	return m
+}()
+
+// PhaseOnly is what a cache keeps of a pod whose readers need no more of
+// its status than its phase (the scheduler, of a bound pod, with
+// PodPhaseAfter): a copy of o whose status is its phase alone. An agent's
+// conditions and container statuses are three quarters of a running
+// pod's JSON. A pod whose status does not read, or names a phase this
+// package does not, is o itself. A copy is never written back, since its
+// status is not the stored one: IsPhaseOnly tells it apart.
+func PhaseOnly(o *object.Object) *object.Object {
+	if o == nil || len(o.Status) == 0 {
+		return o
+	}
+	phase, ok := topString(o.Status, "phase", false)
+	lean, known := phaseStatuses[phase]
+	if !ok || !known || len(o.Status) <= len(lean) {
+		return o
+	}
+	c := *o
+	c.Status = lean
+	return &c
+}
+
+// IsPhaseOnly reports whether o is a copy PhaseOnly made, not a stored
+// pod (one stored with its phase alone is not).
+func IsPhaseOnly(o *object.Object) bool {
+	if o == nil || len(o.Status) == 0 {
+		return false
+	}
+	for _, lean := range phaseStatuses {
+		if unsafe.SliceData(o.Status) == unsafe.SliceData(lean) {
+			return true
+		}
+	}
+	return false
+}
