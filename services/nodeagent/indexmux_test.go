@@ -97,10 +97,22 @@ func TestSharedIndexServesEachNodeItsPods(t *testing.T) {
 	})
 	wctx, stop := context.WithCancel(ctx)
 	ch2, _ := x.Watch(wctx, "n2")
+	// The set is sent as the pods' last events were: object, revision.
+	select {
+	case ev := <-ch2:
+		d := stored["d"]
+		if ev.Type != bus.Added || ev.Key != "default.d" || ev.Object == nil || ev.Object.Metadata.UID != d.Metadata.UID ||
+			fmt.Sprint(ev.Revision) != d.Metadata.ResourceVersion {
+			t.Fatalf("n2's set began with %s %s at %d (object %v), want d as created at %s",
+				ev.Type, ev.Key, ev.Revision, ev.Object != nil, d.Metadata.ResourceVersion)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("n2's set was not sent")
+	}
 	got2 := collect(ch2)
 	poll.Until(t, "n2's set as it stands, then Synced", 10*time.Second, func() bool {
 		g := got2()
-		return fmt.Sprint(g) == "[ADDED default.d SYNCED ]"
+		return fmt.Sprint(g) == "[SYNCED ]"
 	})
 	stop()
 	poll.Until(t, "n2's watch closed when its context ended", 10*time.Second, func() bool {
