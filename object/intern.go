@@ -3,8 +3,8 @@ package object
 import (
 	"bytes"
 	varint "encoding/binary"
-	"hash/maphash"
 	stdjson "encoding/json"
+	"hash/maphash"
 	"slices"
 	"sync"
 	"unsafe"
