@@ -81,7 +81,11 @@ func (c *sharedObjects) lookup(key string, rev uint64) (*decoded, *object.Object
 		return nil, nil, false
 	}
 	o := d.object()
-	return d, o, o != nil
+	if o == nil {
+		delete(c.m, key) // and with it any JSON of the object, never served again
+		return nil, nil, false
+	}
+	return d, o, true
 }
 
 // keep records key's object at rev, unless a later revision is held, and

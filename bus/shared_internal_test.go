@@ -15,31 +15,39 @@ import (
 // read again is decoded again.
 func TestSharedObjectsHoldTheirObjectsWeakly(t *testing.T) {
 	var c sharedObjects
-	first := &object.Object{Metadata: object.Meta{Name: "first"}}
-	d, held := c.keep("k", 5, first)
-	if held != first {
-		t.Fatal("the first reader was not given its own object")
-	}
-	if _, again, ok := c.lookup("k", 5); !ok || again != first {
-		t.Fatal("a reader of the same revision did not find the object held")
-	}
-	if d2, again := c.keep("k", 5, &object.Object{}); d2 != d || again != first {
-		t.Fatal("a second decode of the same revision was kept instead of the first")
-	}
-	if _, _, ok := c.lookup("k", 4); ok {
-		t.Fatal("another revision was found")
-	}
-	if json := (Event{Object: first, shared: d}).JSON(); len(json) == 0 {
-		t.Fatal("the event of a held object has no JSON")
-	}
-	runtime.KeepAlive(first)
-	first, held = nil, nil
+	// The first reader's object is held within this function alone.
+	d := func() *decoded {
+		first := &object.Object{Metadata: object.Meta{Name: "first"}}
+		d, kept := c.keep("k", 5, first)
+		if kept != first {
+			t.Fatal("the first reader was not given its own object")
+		}
+		if _, again, ok := c.lookup("k", 5); !ok || again != first {
+			t.Fatal("a reader of the same revision did not find the object held")
+		}
+		if d2, again := c.keep("k", 5, &object.Object{}); d2 != d || again != first {
+			t.Fatal("a second decode of the same revision was kept instead of the first")
+		}
+		if _, _, ok := c.lookup("k", 4); ok {
+			t.Fatal("another revision was found")
+		}
+		if json := (Event{Object: first, shared: d}).JSON(); len(json) == 0 {
+			t.Fatal("the event of a held object has no JSON")
+		}
+		return d
+	}()
 
 	poll.Until(t, "the entry let go of the object no reader holds", 10*time.Second, func() bool {
 		runtime.GC()
 		_, _, ok := c.lookup("k", 5)
 		return !ok
 	})
+	c.mu.Lock()
+	_, held := c.m["k"]
+	c.mu.Unlock()
+	if held {
+		t.Fatal("the entry of an object let go stayed, with whatever JSON it held")
+	}
 	fresh := &object.Object{Metadata: object.Meta{Name: "fresh"}}
 	if d3, again := c.keep("k", 5, fresh); d3 == d || again != fresh {
 		t.Fatal("a revision read again once let go was not kept anew")

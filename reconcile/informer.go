@@ -149,8 +149,8 @@ func (i *Informer) SetDecoder(fn Decoder) {
 
 // SetKeep makes the informer keep, of each object, what fn returns: the
 // object itself, or a lighter copy holding what its readers read (see
-// kinds.LeanBoundPod). Get, List, its decoder and its handlers see what
-// fn kept, which must never be written back over the stored object: a
+// kinds.PhaseOnly). Get, List, its indexes, its decoder and its handlers
+// see what fn kept, which must never be written back over the stored object: a
 // writer reads the stored one. Call before the manager runs.
 func (i *Informer) SetKeep(fn func(*object.Object) *object.Object) {
 	i.mu.Lock()
@@ -330,8 +330,8 @@ func (i *Informer) apply(ev bus.Event, delivered bool) (Change, bool) {
 	i.mu.RLock()
 	old, oldValue, decode, keep := i.items[ev.Key], i.values[ev.Key], i.decode, i.keep
 	i.mu.RUnlock()
-	if !gone && keep != nil {
-		ev.Object = keep(ev.Object)
+	if keep != nil && ev.Object != nil {
+		ev.Object = keep(ev.Object) // a delete's last state too, for a key never held
 	}
 	ch := Change{Old: old, OldValue: oldValue, Revision: ev.Revision, Trace: ev.Trace, StatusBy: ev.StatusBy}
 	if !gone && decode != nil {

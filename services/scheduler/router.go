@@ -150,7 +150,10 @@ func (r *router) flush(ctx context.Context) {
 // whole is batch with the pods the cache holds lean (kinds.IsPhaseOnly)
 // read as stored: an agent writes its status over its entry, so an entry
 // holds the whole pod. A pod gone, or bound elsewhere since, is left out:
-// its watch brings the change that says so.
+// its watch brings the change that says so. So is one that cannot be read
+// for a reason of its own (a corrupt value, which the informer reports):
+// only a bus that does not answer fails the batch, to be tried again, so
+// that one pod never holds up every node's entries.
 func (r *router) whole(ctx context.Context, batch []bus.NodePodChange) ([]bus.NodePodChange, error) {
 	var out []bus.NodePodChange
 	for i, ch := range batch {
@@ -164,11 +167,14 @@ func (r *router) whole(ctx context.Context, batch []bus.NodePodChange) ([]bus.No
 			out = append(make([]bus.NodePodChange, 0, len(batch)), batch[:i]...)
 		}
 		cur, err := r.read(ctx, ch.Key)
-		if errors.Is(err, bus.ErrNotFound) {
+		switch {
+		case errors.Is(err, bus.ErrNotFound):
 			continue
-		}
-		if err != nil {
+		case ctx.Err() != nil || errors.Is(err, bus.ErrUnavailable):
 			return nil, err
+		case err != nil:
+			r.log.Warn("node pod index: a pod left out, as it cannot be read", "pod", ch.Key, "err", err)
+			continue
 		}
 		if cur.Metadata.UID == ch.Pod.Metadata.UID && kinds.BoundNode(cur) == ch.Node {
 			ch.Pod = cur

@@ -125,21 +125,32 @@ func TestIndexEntriesHoldWholePods(t *testing.T) {
 			return false
 		}
 	})
-	// Written once the scheduler knows drv, p1's status is kept lean.
-	running := e.Get("pods", "p1").Clone()
 	st := kinds.PodStatus{Phase: kinds.PodRunning, PodIP: "10.0.0.1",
 		Conditions: []object.Condition{{Type: kinds.PodReady, Status: object.ConditionTrue}}}
-	if err := running.SetStatus(st); err != nil {
-		t.Fatal(err)
+	run := func(name string) {
+		t.Helper()
+		running := e.Get("pods", name).Clone()
+		if err := running.SetStatus(st); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.C.Update(e.Ctx, e.Res("pods"), running, true); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := e.C.Update(e.Ctx, e.Res("pods"), running, true); err != nil {
-		t.Fatal(err)
-	}
+	// Written once the scheduler knows drv, p1's status is kept lean.
+	run("p1")
 	idx, drv := indexed(e, "idx"), entries(e, "drv")
-	// The scheduler's watch of pods reads in order: once it has routed a
-	// pod written after p1's status, it holds that status.
+	e.Eventually("p1 kept with its phase alone", 10*time.Second, func() bool {
+		o, ok := s.CachedPod("default.p1")
+		return ok && kinds.IsPhaseOnly(o)
+	})
 	e.Apply(boundPod("p2", "idx"))
 	e.Eventually("p2 in idx's index", 10*time.Second, func() bool { return fmt.Sprint(idx()) == "[default.p2]" })
+	run("p2")
+	e.Eventually("p2, on a node that reads the index, kept whole", 10*time.Second, func() bool {
+		o, ok := s.CachedPod("default.p2")
+		return ok && o.Metadata.ResourceVersion == e.Get("pods", "p2").Metadata.ResourceVersion && !kinds.IsPhaseOnly(o)
+	})
 	if _, err := e.C.Patch(e.Ctx, e.Res("nodes"), "", "drv",
 		fmt.Appendf(nil, `{"metadata":{"annotations":{%q:null}}}`, kinds.AnnotationPodIndex)); err != nil {
 		t.Fatal(err)
