@@ -15,6 +15,16 @@ import (
 	"github.com/homeostat/homeostat/testenv/poll"
 )
 
+// running runs inf until the test ends, and waits until it has synced.
+func running(t *testing.T, inf *reconcile.Informer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); inf.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	poll.Until(t, "the informer synced", 10*time.Second, inf.Synced)
+}
+
 // An informer hands its decoder each key's previous version and its form,
 // so that a decoder may reuse what did not change; a new key has none.
 func TestDecoderSeesThePreviousVersion(t *testing.T) {
@@ -39,11 +49,7 @@ func TestDecoderSeesThePreviousVersion(t *testing.T) {
 		calls = append(calls, c)
 		return "form of " + o.Metadata.ResourceVersion
 	})
-	done := make(chan struct{})
-	go func() { defer close(done); inf.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-
-	poll.Until(t, "the informer synced", 10*time.Second, inf.Synced)
+	running(t, inf)
 	created, err := s.Create(ctx, widget("w"))
 	if err != nil {
 		t.Fatal(err)
@@ -111,10 +117,7 @@ func TestInformerKeepsWhatItsKeepReturns(t *testing.T) {
 			}
 		}
 	})
-	done := make(chan struct{})
-	go func() { defer close(done); inf.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	poll.Until(t, "the informer synced", 10*time.Second, inf.Synced)
+	running(t, inf)
 	created, err := s.Create(ctx, widget("w"))
 	if err != nil {
 		t.Fatal(err)
@@ -169,9 +172,7 @@ func TestIndexFollowsChanges(t *testing.T) {
 		}
 		return nil
 	})
-	done := make(chan struct{})
-	go func() { defer close(done); inf.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	running(t, inf)
 	keys := func(index, color string) []string {
 		var out []string
 		for _, o := range inf.ByIndex(index, color) {
@@ -234,10 +235,7 @@ func TestInformerReachesAConfirmedRevision(t *testing.T) {
 		t.Fatal(err)
 	}
 	inf := reconcile.NewInformer(widgets, s, nil)
-	done := make(chan struct{})
-	go func() { defer close(done); inf.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	poll.Until(t, "the informer synced", 10*time.Second, inf.Synced)
+	running(t, inf)
 	for range 3 {
 		rev, err := s.LastRevision(ctx)
 		if err != nil {
