@@ -54,21 +54,21 @@ func (c *Conn) ensureBucket(ctx context.Context, spec bucketSpec) (jetstream.Key
 		_, err := c.js.CreateStream(ctx, bucketStream(cfg, spec))
 		if err == nil {
 			kv, err = c.js.KeyValue(ctx, spec.name)
-			return translate(err)
+			return madeNotFound("bucket "+spec.name, err)
 		}
 		if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			return fmt.Errorf("bus: create bucket %s: %w", spec.name, translate(err))
 		}
 		stream, err := c.js.Stream(ctx, kvStream(spec.name))
 		if err != nil {
-			return fmt.Errorf("bus: open bucket %s: %w", spec.name, translate(err))
+			return madeNotFound("bucket "+spec.name, err)
 		}
 		if diffs := bucketDiffs(stream.CachedInfo().Config, cfg); len(diffs) > 0 {
 			return fmt.Errorf("%w: bucket %s exists with %s; remove it or start with matching settings",
 				ErrIncompatible, spec.name, strings.Join(diffs, ", "))
 		}
 		if kv, err = c.js.KeyValue(ctx, spec.name); err != nil {
-			return translate(err)
+			return madeNotFound("bucket "+spec.name, err)
 		}
 		return c.guardBucket(ctx, spec)
 	})
@@ -193,13 +193,27 @@ func (c *Conn) openStream(ctx context.Context, cfg jetstream.StreamConfig) error
 	})
 }
 
+// madeNotFound is err of a lookup of what, made just before or found made
+// by another: a cluster places a new stream on its servers in turn, and
+// one that has not yet answers "not found" for a moment (two replicas
+// making the same buckets on a busy machine met it). That is waited out.
+func madeNotFound(what string, err error) error {
+	return waitedOut(what, "made, not yet found (the cluster is placing it)", err)
+}
+
 // notCreatedYet: a connection that may not create streams (a node's) waits
 // for the control plane to create what it opens, as for a bus that is not
 // answering yet.
 func notCreatedYet(what string, err error) error {
+	return waitedOut(what, "not created yet (the control plane creates it)", err)
+}
+
+// waitedOut is err, a lookup of what, as an ErrUnavailable saying why
+// when it found nothing.
+func waitedOut(what, why string, err error) error {
 	err = translate(err)
 	if errors.Is(err, ErrNotFound) {
-		return fmt.Errorf("bus: %s: %w: not created yet (the control plane creates it)", what, ErrUnavailable)
+		return fmt.Errorf("bus: %s: %w: %s", what, ErrUnavailable, why)
 	}
 	if err != nil {
 		return fmt.Errorf("bus: open %s: %w", what, err)
