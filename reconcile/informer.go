@@ -150,8 +150,8 @@ func (i *Informer) SetDecoder(fn Decoder) {
 // SetKeep makes the informer keep, of each object, what fn returns: the
 // object itself, or a lighter copy holding what its readers read (see
 // kinds.PhaseOnly). Get, List, its indexes, its decoder and its handlers
-// see what fn kept, which must never be written back over the stored object: a
-// writer reads the stored one. Call before the manager runs.
+// see what fn kept, which must never be written back over the stored
+// object: a writer reads the stored one. Call before the manager runs.
 func (i *Informer) SetKeep(fn func(*object.Object) *object.Object) {
 	i.mu.Lock()
 	defer i.mu.Unlock()

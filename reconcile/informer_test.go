@@ -25,13 +25,20 @@ func running(t *testing.T, inf *reconcile.Informer) {
 	poll.Until(t, "the informer synced", 10*time.Second, inf.Synced)
 }
 
+// held waits until inf holds o's revision of its key.
+func held(t *testing.T, inf *reconcile.Informer, o *object.Object) {
+	t.Helper()
+	poll.Until(t, "the informer holds "+o.Key()+" at "+o.Metadata.ResourceVersion, 10*time.Second, func() bool {
+		cur, ok := inf.Get(o.Key())
+		return ok && cur.Metadata.ResourceVersion == o.Metadata.ResourceVersion
+	})
+}
+
 // An informer hands its decoder each key's previous version and its form,
 // so that a decoder may reuse what did not change; a new key has none.
 func TestDecoderSeesThePreviousVersion(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	conn := bustest.Conn(t)
-	s := store(t, conn)
+	ctx := t.Context()
+	s := store(t, bustest.Conn(t))
 	type call struct {
 		rev, oldRev string
 		oldValue    any
@@ -54,20 +61,20 @@ func TestDecoderSeesThePreviousVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, "the informer holds the create", 10*time.Second, func() bool {
-		v, _ := inf.Value(created.Key())
-		return v == "form of "+created.Metadata.ResourceVersion
-	})
+	held(t, inf, created)
+	if v, _ := inf.Value(created.Key()); v != "form of "+created.Metadata.ResourceVersion {
+		t.Fatalf("the create's form is %v", v)
+	}
 	next := created.Clone()
 	next.Spec = json.RawMessage(`{"size":2}`)
 	updated, err := s.Update(ctx, next, bus.UpdateOptions{Current: created})
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, "the informer holds the update", 10*time.Second, func() bool {
-		v, _ := inf.Value(updated.Key())
-		return v == "form of "+updated.Metadata.ResourceVersion
-	})
+	held(t, inf, updated)
+	if v, _ := inf.Value(updated.Key()); v != "form of "+updated.Metadata.ResourceVersion {
+		t.Fatalf("the update's form is %v", v)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	want := []call{
@@ -88,10 +95,8 @@ func TestDecoderSeesThePreviousVersion(t *testing.T) {
 // handlers, Get, List and its indexes see that, and a deletion reaches
 // the handlers as the last version kept.
 func TestInformerKeepsWhatItsKeepReturns(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	conn := bustest.Conn(t)
-	s := store(t, conn)
+	ctx := t.Context()
+	s := store(t, bustest.Conn(t))
 	inf := reconcile.NewInformer(widgets, s, nil)
 	lean := func(o *object.Object) bool { return string(o.Spec) == `{"lean":true}` }
 	inf.SetKeep(func(o *object.Object) *object.Object {
@@ -122,10 +127,7 @@ func TestInformerKeepsWhatItsKeepReturns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, "the informer holds the create", 10*time.Second, func() bool {
-		_, ok := inf.Get(created.Key())
-		return ok
-	})
+	held(t, inf, created)
 	if o, _ := inf.Get(created.Key()); !lean(o) || o.Metadata.ResourceVersion != created.Metadata.ResourceVersion {
 		t.Fatalf("Get gave spec %s at %s", o.Spec, o.Metadata.ResourceVersion)
 	}
@@ -154,10 +156,8 @@ func TestInformerKeepsWhatItsKeepReturns(t *testing.T) {
 // form follows it alike, handed each version's form as it is filed and
 // as it is taken out.
 func TestIndexFollowsChanges(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	conn := bustest.Conn(t)
-	s := store(t, conn)
+	ctx := t.Context()
+	s := store(t, bustest.Conn(t))
 	inf := reconcile.NewInformer(widgets, s, nil)
 	inf.AddIndex("color", func(o *object.Object) []string {
 		if c := o.Metadata.Labels["color"]; c != "" {
@@ -227,10 +227,8 @@ func TestIndexFollowsChanges(t *testing.T) {
 // up) lies past every key's; the informer reaches it all the same, from
 // the confirmation itself, rather than waiting for the next write.
 func TestInformerReachesAConfirmedRevision(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	conn := bustest.Conn(t)
-	s := store(t, conn)
+	ctx := t.Context()
+	s := store(t, bustest.Conn(t))
 	if _, err := s.Create(ctx, widget("w")); err != nil {
 		t.Fatal(err)
 	}
