@@ -55,3 +55,16 @@ func IsPhaseOnly(o *object.Object) bool {
 	}
 	return false
 }
+
+// KeepPods is what a cache of pods keeps (an informer's Keep) when it
+// keeps lean(o) of each: the copy, which o's decoded form, a *Pod made
+// from o whole, is made to refer to instead of o.
+func KeepPods(lean func(*object.Object) *object.Object) func(o *object.Object, value any) *object.Object {
+	return func(o *object.Object, value any) *object.Object {
+		c := lean(o)
+		if p, ok := value.(*Pod); ok && c != o && p.Object == o {
+			p.Object = c
+		}
+		return c
+	}
+}

@@ -62,3 +62,53 @@ func TestPhaseOnly(t *testing.T) {
 		t.Fatal("a stored pod taken for a copy")
 	}
 }
+
+// KeepPods keeps what its lean function keeps, and turns a *Pod decoded
+// from the object whole to the copy kept, leaving any other form alone.
+func TestKeepPods(t *testing.T) {
+	running := func() *object.Object {
+		return &object.Object{APIVersion: "v1", Kind: "Pod", Metadata: object.Meta{Name: "p"},
+			Spec: json.RawMessage(`{"nodeName":"n"}`), Status: json.RawMessage(`{"phase":"Running","podIP":"10.0.0.1"}`)}
+	}
+	other := running()
+	for _, tc := range []struct {
+		name       string
+		lean       bool // the lean function keeps a copy
+		value      func(o *object.Object) any
+		toCopy     bool // the form is made to refer to the copy
+		formOfPods bool
+	}{
+		{"a pod decoded from the object", true, func(o *object.Object) any { return &kinds.Pod{Object: o} }, true, true},
+		{"the object kept whole", false, func(o *object.Object) any { return &kinds.Pod{Object: o} }, false, true},
+		{"a pod decoded from another object", true, func(*object.Object) any { return &kinds.Pod{Object: other} }, false, true},
+		{"no form (a delete, or a pod that does not decode)", true, func(*object.Object) any { return nil }, false, false},
+		{"a form of another type", true, func(o *object.Object) any { return o }, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := running()
+			lean := func(o *object.Object) *object.Object { return o }
+			if tc.lean {
+				lean = kinds.PhaseOnly
+			}
+			v := tc.value(o)
+			var before *object.Object
+			if p, ok := v.(*kinds.Pod); ok {
+				before = p.Object
+			}
+			kept := kinds.KeepPods(lean)(o, v)
+			if tc.lean != (kept != o) || (tc.lean && !kinds.IsPhaseOnly(kept)) {
+				t.Fatalf("kept %+v (the object itself: %v), want a lean copy: %v", kept, kept == o, tc.lean)
+			}
+			p, ok := v.(*kinds.Pod)
+			if ok != tc.formOfPods {
+				t.Fatalf("the form is %T", v)
+			}
+			switch {
+			case tc.toCopy && p.Object != kept:
+				t.Fatal("the decoded pod does not refer to the copy kept")
+			case ok && !tc.toCopy && p.Object != before:
+				t.Fatal("the decoded pod was changed")
+			}
+		})
+	}
+}

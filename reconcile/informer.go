@@ -59,7 +59,7 @@ type Informer struct {
 	items  map[string]*object.Object
 	values map[string]any
 	decode Decoder
-	keep   func(*object.Object) *object.Object
+	keep   Keep
 	rev    uint64
 	// delivered is the revision of the last message the watch delivered:
 	// rev may be ahead of it, moved to the stream's last sequence when the
@@ -147,12 +147,18 @@ func (i *Informer) SetDecoder(fn Decoder) {
 	i.decode = fn
 }
 
-// SetKeep makes the informer keep, of each object, what fn returns: the
-// object itself, or a lighter copy holding what its readers read (see
-// kinds.PhaseOnly). Get, List, its indexes, its decoder and its handlers
-// see what fn kept, which must never be written back over the stored
-// object: a writer reads the stored one. Call before the manager runs.
-func (i *Informer) SetKeep(fn func(*object.Object) *object.Object) {
+// A Keep makes what an informer keeps of o: o itself, or a lighter copy
+// holding what its readers read (see kinds.PhaseOnly). value is o's
+// decoded form (nil without a decoder, and for a delete), made from o
+// whole; a Keep that keeps a copy makes value refer to the copy, not to
+// o, changing it if need be: no one has seen it yet.
+type Keep func(o *object.Object, value any) *object.Object
+
+// SetKeep makes the informer keep, of each object, what fn returns. Get,
+// List, its indexes and its handlers see what fn kept, which must never
+// be written back over the stored object: a writer reads the stored one.
+// Its decoder sees the object whole. Call before the manager runs.
+func (i *Informer) SetKeep(fn Keep) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.keep = fn
@@ -330,12 +336,12 @@ func (i *Informer) apply(ev bus.Event, delivered bool) (Change, bool) {
 	i.mu.RLock()
 	old, oldValue, decode, keep := i.items[ev.Key], i.values[ev.Key], i.decode, i.keep
 	i.mu.RUnlock()
-	if keep != nil && ev.Object != nil {
-		ev.Object = keep(ev.Object) // a delete's last state too, for a key never held
-	}
 	ch := Change{Old: old, OldValue: oldValue, Revision: ev.Revision, Trace: ev.Trace, StatusBy: ev.StatusBy}
 	if !gone && decode != nil {
 		ch.NewValue = decode(ev.Object, old, oldValue)
+	}
+	if keep != nil && ev.Object != nil {
+		ev.Object = keep(ev.Object, ch.NewValue) // a delete's last state too, for a key never held
 	}
 	i.mu.Lock()
 	defer i.mu.Unlock()

@@ -91,26 +91,35 @@ func TestDecoderSeesThePreviousVersion(t *testing.T) {
 	}
 }
 
-// An informer keeps what its keep function returns: its decoder, its
-// handlers, Get, List and its indexes see that, and a deletion reaches
-// the handlers as the last version kept.
+// An informer keeps what its keep function returns: its handlers, Get,
+// List and its indexes see that, and a deletion reaches the handlers as
+// the last version kept. Its decoder sees each object whole, and the
+// keep function is handed the decoded form to make it refer to the copy.
 func TestInformerKeepsWhatItsKeepReturns(t *testing.T) {
 	ctx := t.Context()
 	s := store(t, bustest.Conn(t))
 	inf := reconcile.NewInformer(widgets, s, nil)
 	lean := func(o *object.Object) bool { return string(o.Spec) == `{"lean":true}` }
-	inf.SetKeep(func(o *object.Object) *object.Object {
+	type form struct{ o *object.Object }
+	var mu sync.Mutex
+	var decoded, kept, changed []bool
+	inf.SetKeep(func(o *object.Object, value any) *object.Object {
+		mu.Lock()
+		defer mu.Unlock()
 		c := *o
 		c.Spec = json.RawMessage(`{"lean":true}`)
+		f, ok := value.(*form)
+		kept = append(kept, ok && f.o == o)
+		if ok {
+			f.o = &c
+		}
 		return &c
 	})
-	var mu sync.Mutex
-	var decoded, changed []bool
 	inf.SetDecoder(reconcile.DecodeEach(func(o *object.Object) any {
 		mu.Lock()
 		defer mu.Unlock()
 		decoded = append(decoded, lean(o))
-		return nil
+		return &form{o: o}
 	}))
 	inf.AddIndex("spec", func(o *object.Object) []string { return []string{string(o.Spec)} })
 	inf.OnChange(func(ch reconcile.Change) {
@@ -128,8 +137,12 @@ func TestInformerKeepsWhatItsKeepReturns(t *testing.T) {
 		t.Fatal(err)
 	}
 	held(t, inf, created)
-	if o, _ := inf.Get(created.Key()); !lean(o) || o.Metadata.ResourceVersion != created.Metadata.ResourceVersion {
+	o, _ := inf.Get(created.Key())
+	if !lean(o) || o.Metadata.ResourceVersion != created.Metadata.ResourceVersion {
 		t.Fatalf("Get gave spec %s at %s", o.Spec, o.Metadata.ResourceVersion)
+	}
+	if v, _ := inf.Value(created.Key()); v.(*form).o != o {
+		t.Fatal("the decoded form does not refer to the object kept")
 	}
 	if l := inf.List(); len(l) != 1 || !lean(l[0]) {
 		t.Fatalf("List gave %v", l)
@@ -143,8 +156,11 @@ func TestInformerKeepsWhatItsKeepReturns(t *testing.T) {
 	poll.Until(t, "the informer saw the delete", 10*time.Second, func() bool { return len(inf.List()) == 0 })
 	mu.Lock()
 	defer mu.Unlock()
-	if want := []bool{true}; !slices.Equal(decoded, want) {
+	if want := []bool{false}; !slices.Equal(decoded, want) {
 		t.Fatalf("the decoder saw kept objects %v, want %v", decoded, want)
+	}
+	if want := []bool{true, false}; !slices.Equal(kept, want) {
+		t.Fatalf("the keep function was handed the form of what it keeps %v, want %v (a delete has none)", kept, want)
 	}
 	if want := []bool{true, true}; !slices.Equal(changed, want) {
 		t.Fatalf("the handlers saw kept objects %v, want %v", changed, want)

@@ -191,8 +191,31 @@ func claim(ctx context.Context, pods *reconcile.Informer, owner *object.Object, 
 	return out, nil
 }
 
+// stored is cur as the store holds it, for a write made over it: the
+// pods cache keeps copies whose status is their phase alone
+// (kinds.PhaseOnly), never to be written back. A copy of an older
+// revision than the stored is a conflict, as its write would have been.
+func stored(ctx context.Context, st *bus.Store, cur *object.Object) (*object.Object, error) {
+	if !kinds.IsPhaseOnly(cur) {
+		return cur, nil
+	}
+	o, err := st.Get(ctx, cur.Key())
+	if err != nil {
+		return nil, err
+	}
+	if o.Metadata.ResourceVersion != cur.Metadata.ResourceVersion {
+		return nil, fmt.Errorf("%s %q: %w (have %s, latest %s)", st.Resource(), cur.Key(), bus.ErrConflict,
+			cur.Metadata.ResourceVersion, o.Metadata.ResourceVersion)
+	}
+	return o, nil
+}
+
 // setOwner adds ref as controller, or removes the reference to dropUID.
 func setOwner(ctx context.Context, st *bus.Store, cur *object.Object, ref *object.OwnerReference, dropUID string) error {
+	cur, err := stored(ctx, st, cur)
+	if err != nil {
+		return ignoreNotFound(err)
+	}
 	n := cur.Clone()
 	if ref != nil {
 		n.Metadata.OwnerReferences = append(n.Metadata.OwnerReferences, *ref)
@@ -205,11 +228,8 @@ func setOwner(ctx context.Context, st *bus.Store, cur *object.Object, ref *objec
 		}
 		n.Metadata.OwnerReferences = refs
 	}
-	_, err := st.Update(ctx, n, bus.UpdateOptions{Current: cur})
-	if errors.Is(err, bus.ErrNotFound) {
-		return nil
-	}
-	return err
+	_, err = st.Update(ctx, n, bus.UpdateOptions{Current: cur})
+	return ignoreNotFound(err)
 }
 
 // enqueueOwner maps a change of a dependent to its controller owner of kind.

@@ -294,10 +294,13 @@ func (g *garbageCollector) deleteForeground(ctx context.Context, st *bus.Store, 
 		return ignoreNotFound(g.bus.Collect(ctx, st.Resource(), d.Key(), d.Metadata.UID))
 	}
 	if len(g.dependents(d.Metadata.UID)) > 0 && !d.Metadata.HasFinalizer(FinalizerForeground) {
-		n := d.Clone()
+		cur, err := stored(ctx, st, d)
+		if err != nil {
+			return ignoreNotFound(err)
+		}
+		n := cur.Clone()
 		n.Metadata.Finalizers = append(n.Metadata.Finalizers, FinalizerForeground)
-		var err error
-		if d, err = st.Update(ctx, n, bus.UpdateOptions{Current: d}); err != nil {
+		if d, err = st.Update(ctx, n, bus.UpdateOptions{Current: cur}); err != nil {
 			return err
 		}
 	}
@@ -322,11 +325,12 @@ func (g *garbageCollector) dropFinalizer(ctx context.Context, inf *reconcile.Inf
 	if st := inf.Store(); bus.Protected(st.Resource()) {
 		return ignoreNotFound(g.bus.Finalize(ctx, st.Resource(), o.Key(), o.Metadata.UID, f))
 	}
-	n := o.Clone()
-	n.Metadata.RemoveFinalizer(f)
-	_, err := inf.Store().Update(ctx, n, bus.UpdateOptions{Current: o})
-	if errors.Is(err, bus.ErrNotFound) {
-		return nil
+	cur, err := stored(ctx, inf.Store(), o)
+	if err != nil {
+		return ignoreNotFound(err)
 	}
-	return err
+	n := cur.Clone()
+	n.Metadata.RemoveFinalizer(f)
+	_, err = inf.Store().Update(ctx, n, bus.UpdateOptions{Current: cur})
+	return ignoreNotFound(err)
 }

@@ -217,7 +217,20 @@ func TestGarbageCollectionPolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll.Until(t, "background cascade", 10*time.Second, func() bool { return len(e.list("pods", "app=bg")) == 0 })
-	// Orphan: the pods stay, without an owner.
+	// Orphan: the pods stay, without an owner, and with their status
+	// whole, though the controllers cache running pods lean.
+	stop := e.runPods("app=orph")
+	defer stop()
+	poll.Until(t, "orph pods running", 10*time.Second, func() bool {
+		n := 0
+		for _, p := range e.list("pods", "app=orph") {
+			var st kinds.PodStatus
+			if p.DecodeStatus(&st) == nil && st.Phase == kinds.PodRunning {
+				n++
+			}
+		}
+		return n == 2
+	})
 	if _, err := e.c.Delete(e.ctx, e.res("rs"), "default", "orph", client.DeleteOptions{PropagationPolicy: "Orphan"}); err != nil {
 		t.Fatal(err)
 	}
@@ -233,6 +246,12 @@ func TestGarbageCollectionPolicies(t *testing.T) {
 		}
 		return len(ps) == 2
 	})
+	for _, p := range e.list("pods", "app=orph") {
+		var st kinds.PodStatus
+		if err := p.DecodeStatus(&st); err != nil || st.Phase != kinds.PodRunning || len(st.Conditions) != 1 {
+			t.Fatalf("pod %s was orphaned with status %s", p.Metadata.Name, p.Status)
+		}
+	}
 	// Foreground: the owner stays until its pods are gone.
 	if _, err := e.c.Delete(e.ctx, e.res("rs"), "default", "fg", client.DeleteOptions{PropagationPolicy: "Foreground"}); err != nil {
 		t.Fatal(err)

@@ -68,6 +68,10 @@ kind: Pod
 metadata: {name: stray, labels: {app: adopt}}
 spec: {containers: [{name: c, command: [x]}]}
 `)
+	// The stray pod runs: the controllers cache it lean, and adopting or
+	// releasing it must leave its stored status whole.
+	e.setPodStatus(e.get("pods", "stray"), kinds.PodRunning, true)
+	status := e.get("pods", "stray").Status
 	// The template has a label the selector does not ask for, which the
 	// adopted pod lacks: it counts among the replicas, not the fully
 	// labeled ones.
@@ -98,6 +102,9 @@ spec:
 		_ = e.get("rs", "adopt").DecodeStatus(&st)
 		return st.Replicas == 2 && st.FullyLabeledReplicas == 1
 	})
+	if got := e.get("pods", "stray").Status; !object.SameJSON(got, status) {
+		t.Fatalf("adopting the pod left its status %s, was %s", got, status)
+	}
 	// Relabelling a pod releases it; the ReplicaSet makes another.
 	e.patch("pods", "stray", `{"metadata":{"labels":{"app":"gone"}}}`)
 	poll.Until(t, "release and replacement", 10*time.Second, func() bool {
@@ -105,6 +112,9 @@ spec:
 		_, owned := p.Metadata.ControllerOf()
 		return !owned && len(e.list("pods", "app=adopt")) == 2
 	})
+	if got := e.get("pods", "stray").Status; !object.SameJSON(got, status) {
+		t.Fatalf("releasing the pod left its status %s, was %s", got, status)
+	}
 }
 
 // Three controller processes reconcile one ReplicaSet while it is updated

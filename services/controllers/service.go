@@ -137,6 +137,10 @@ func (s *Service) Setup(ctx context.Context) error {
 	s.mgrReady.Store(mgr)
 	pods := mgr.Informer(s.kind("", "pods"))
 	pods.SetDecoder(kinds.PodAfter)
+	// What the controllers read of a pod's status is in its decoded form:
+	// the cache lets go of the JSON, three quarters of a running pod's
+	// stored status, and a write reads the pod whole (stored).
+	pods.SetKeep(kinds.KeepPods(kinds.PhaseOnly))
 	pods.AddIndex(byOwner, ownerIndex)
 	pods.AddIndex(byOrphan, orphanIndex)
 	rsInf := mgr.Informer(s.kind("apps", "replicasets"))

@@ -147,7 +147,7 @@ func (s *Service) setup(ctx context.Context) error {
 	}
 	read := func(ctx context.Context, key string) (*object.Object, error) { return s.pods.Store().Get(ctx, key) }
 	s.router = newRouter(s.index, derived, read, s.log)
-	s.pods.SetKeep(func(o *object.Object) *object.Object { return keptPod(o, derived) })
+	s.pods.SetKeep(kinds.KeepPods(func(o *object.Object) *object.Object { return keptPod(o, derived) }))
 	s.pods.SetDecoder(kinds.PodPhaseAfter)
 	s.pods.AddValueIndex(byNode, kinds.BoundNodeIndex)
 	s.pods.OnChange(s.onPod)
