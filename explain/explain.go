@@ -183,7 +183,7 @@ func decodePod(o *object.Object) (*kinds.Pod, error) {
 			Resources kinds.ResourceRequirements `json:"resources"`
 		} `json:"containers"`
 	}
-	p := &kinds.Pod{Object: o}
+	p := &kinds.Pod{Object: o, Spec: &kinds.PodSpec{}}
 	if err := o.DecodeSpec(&spec); err != nil {
 		return nil, err
 	}

@@ -7,7 +7,7 @@ import (
 
 // MatchesNodeSelector reports whether node labels satisfy a pod's
 // nodeSelector and required node affinity.
-func MatchesNodeSelector(labels map[string]string, spec PodSpec) bool {
+func MatchesNodeSelector(labels map[string]string, spec *PodSpec) bool {
 	for k, v := range spec.NodeSelector {
 		if labels[k] != v {
 			return false

@@ -319,16 +319,43 @@ type TemplateMeta struct {
 // Pod is a decoded Pod object.
 type Pod struct {
 	*object.Object
-	Spec   PodSpec
+	// Spec is shared by the pods decoded lately from equal specs, so
+	// read-only, as every decoded part of a cached object is: a change is
+	// made to a copy. Never nil in a decoded pod.
+	Spec   *PodSpec
 	Status PodStatus
+}
+
+// sharedSpecs holds the pod specs decoded lately. Every pod of a template
+// has one spec until it is bound, and those bound to one node alike
+// after: at 100,000 pods on 5,000 nodes, twenty share each. A spec's own
+// fields (the struct, its node's name, its tolerations) took 300 to 400
+// bytes a pod in each process caching pods.
+var sharedSpecs = object.NewSharedDecoder[*PodSpec](4<<20, 4<<10)
+
+// DecodePodSpec decodes o's spec as a pod's, or gives the one decoded
+// from the same bytes lately, which is shared: read-only.
+func DecodePodSpec(o *object.Object) (*PodSpec, error) {
+	if len(o.Spec) == 0 {
+		return &PodSpec{}, nil
+	}
+	s, err := sharedSpecs.Decode(o.Spec)
+	if err != nil {
+		return nil, err
+	}
+	if s == nil { // a spec of null
+		return &PodSpec{}, nil
+	}
+	return s, nil
 }
 
 // DecodePod decodes a Pod's spec and status.
 func DecodePod(o *object.Object) (*Pod, error) {
-	p := &Pod{Object: o}
-	if err := o.DecodeSpec(&p.Spec); err != nil {
+	spec, err := DecodePodSpec(o)
+	if err != nil {
 		return nil, err
 	}
+	p := &Pod{Object: o, Spec: spec}
 	if err := o.DecodeStatus(&p.Status); err != nil {
 		return nil, err
 	}
@@ -439,11 +466,11 @@ func specAfter(o, old *object.Object, oldValue any) *Pod {
 	if prev, ok := oldValue.(*Pod); ok && old != nil && prev.Object == old && bytes.Equal(o.Spec, old.Spec) {
 		return &Pod{Object: o, Spec: prev.Spec}
 	}
-	p := &Pod{Object: o}
-	if o.DecodeSpec(&p.Spec) != nil {
+	spec, err := DecodePodSpec(o)
+	if err != nil {
 		return nil
 	}
-	return p
+	return &Pod{Object: o, Spec: spec}
 }
 
 // BoundNode is the node a pod is bound to ("" when none, or when o is

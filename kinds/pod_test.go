@@ -3,6 +3,7 @@ package kinds_test
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,7 +36,7 @@ func TestBoundNode(t *testing.T) {
 		// The index files a bound pod under its node, an unbound one
 		// nowhere: read from the spec, from the pod as decoded, and from
 		// the spec again when the value decoded is another object's.
-		stale := &kinds.Pod{Object: &object.Object{}, Spec: kinds.PodSpec{NodeName: "stale"}}
+		stale := &kinds.Pod{Object: &object.Object{}, Spec: &kinds.PodSpec{NodeName: "stale"}}
 		for what, v := range map[string]any{"none": nil, "decoded": kinds.PodAfter(o, nil, nil), "another's": stale} {
 			if got := kinds.BoundNodeIndex(o, v); (tc.want == "") != (got == nil) || tc.want != "" && !slices.Equal(got, []string{tc.want}) {
 				t.Errorf("BoundNodeIndex(%s) with %s value = %q, want it under %q", tc.spec, what, got, tc.want)
@@ -73,16 +74,14 @@ func TestSameToAgent(t *testing.T) {
 	}
 }
 
-// A pod's decoding reuses its previous version's spec only when the spec
-// is the same bytes and the previous form is that version's; its status
-// is always its own: whole, or for PodPhaseAfter and a bound pod, its
-// phase alone.
+// A pod's decoding gives it the spec decoded before from the same bytes,
+// its previous version's or another pod's, and never one decoded from
+// other bytes; its status is always its own: whole, or for PodPhaseAfter
+// and a bound pod, its phase alone.
 func TestPodAfter(t *testing.T) {
 	obj := func(spec, status string) *object.Object {
 		return &object.Object{APIVersion: "v1", Kind: "Pod", Spec: json.RawMessage(spec), Status: json.RawMessage(status)}
 	}
-	// The grace period is a pointer of the spec's own: the containers
-	// are shared by every spec that has them (TestContainersAreShared).
 	const spec = `{"containers":[{"name":"web","image":"demo"}],"terminationGracePeriodSeconds":30}`
 	const bound = `{"containers":[{"name":"web","image":"demo"}],"terminationGracePeriodSeconds":30,"nodeName":"n1"}`
 	const running = `{"conditions":[{"type":"Ready","status":"True"}],"containerStatuses":[{"name":"web","ready":true,"restartCount":0,"state":{}}],"phase":"Running"}`
@@ -95,7 +94,6 @@ func TestPodAfter(t *testing.T) {
 		name     string
 		o, old   *object.Object
 		oldValue any
-		reused   *kinds.Pod // the pod whose spec is reused, if any
 		phase    string
 		node     string
 		conds    int // the conditions PodAfter keeps (Ready alone)
@@ -103,11 +101,11 @@ func TestPodAfter(t *testing.T) {
 		isNil    bool
 	}{
 		{name: "a new pod", o: obj(spec, `{"phase":"Pending"}`), phase: "Pending"},
-		{name: "a status write", o: obj(spec, `{"phase":"Running"}`), old: old, oldValue: prev, reused: prev, phase: "Running"},
+		{name: "a status write", o: obj(spec, `{"phase":"Running"}`), old: old, oldValue: prev, phase: "Running"},
 		{name: "a bind", o: obj(bound, `{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"True"}]}`), old: old, oldValue: prev, phase: "Pending", node: "n1"},
-		{name: "a bound pod's status write", o: obj(bound, running), old: boundOld, oldValue: boundPrev, reused: boundPrev, phase: "Running", node: "n1", conds: 1},
-		{name: "an unbound pod's conditions", o: obj(spec, `{"conditions":[{"type":"PodScheduled","status":"False"},{"type":"Ready","status":"False"}]}`), old: old, oldValue: prev, reused: prev, conds: 1, whole: 2},
-		{name: "a running pod's four conditions", o: obj(bound, `{"phase":"Running","conditions":[{"type":"PodScheduled","status":"True"},{"type":"Initialized","status":"True"},{"type":"Ready","status":"True","lastTransitionTime":"2026-03-14T09:26:56Z"},{"type":"ContainersReady","status":"True"}]}`), old: boundOld, oldValue: boundPrev, reused: boundPrev, phase: "Running", node: "n1", conds: 1},
+		{name: "a bound pod's status write", o: obj(bound, running), old: boundOld, oldValue: boundPrev, phase: "Running", node: "n1", conds: 1},
+		{name: "an unbound pod's conditions", o: obj(spec, `{"conditions":[{"type":"PodScheduled","status":"False"},{"type":"Ready","status":"False"}]}`), old: old, oldValue: prev, conds: 1, whole: 2},
+		{name: "a running pod's four conditions", o: obj(bound, `{"phase":"Running","conditions":[{"type":"PodScheduled","status":"True"},{"type":"Initialized","status":"True"},{"type":"Ready","status":"True","lastTransitionTime":"2026-03-14T09:26:56Z"},{"type":"ContainersReady","status":"True"}]}`), old: boundOld, oldValue: boundPrev, phase: "Running", node: "n1", conds: 1},
 		{name: "a bound pod with a null status", o: obj(bound, `null`), node: "n1"},
 		{name: "a bound pod with no status", o: obj(bound, ``), node: "n1"},
 		// Read as a status decodes, whoever wrote it.
@@ -140,8 +138,9 @@ func TestPodAfter(t *testing.T) {
 					t.Fatalf("got %#v, want the pod of o", v)
 				}
 				for _, q := range []*kinds.Pod{prev, boundPrev} {
-					if reused := p.Spec.TerminationGracePeriodSeconds == q.Spec.TerminationGracePeriodSeconds; reused != (tc.reused == q) {
-						t.Errorf("spec reused from %s: %v, want %v", q.Spec.NodeName, reused, tc.reused == q)
+					want := string(tc.o.Spec) == string(q.Object.Spec)
+					if shared := p.Spec == q.Spec; shared != want {
+						t.Errorf("spec of %s shared: %v, want %v", q.Spec.NodeName, shared, want)
 					}
 				}
 				conds := tc.conds
@@ -193,5 +192,43 @@ func TestContainersAreShared(t *testing.T) {
 	}
 	if _, err := kinds.DecodePod(&object.Object{Spec: json.RawMessage(`{"containers":[{"name":7}]}`)}); err == nil {
 		t.Fatal("containers of the wrong type decoded")
+	}
+}
+
+// Pods whose specs are the same bytes share one decoded spec; other
+// bytes, even meaning the same, decode apart; a spec too long to keep
+// decodes each time; an absent or null spec is an empty one.
+func TestSpecsAreShared(t *testing.T) {
+	decode := func(spec string) *kinds.PodSpec {
+		t.Helper()
+		o := &object.Object{APIVersion: "v1", Kind: "Pod"}
+		if spec != "" {
+			o.Spec = json.RawMessage(spec)
+		}
+		s, err := kinds.DecodePodSpec(o)
+		if err != nil || s == nil {
+			t.Fatalf("%s: %v, %v", spec, s, err)
+		}
+		return s
+	}
+	const spec = `{"containers":[{"name":"web"}],"nodeName":"shared-1","tolerations":[{"key":"k","operator":"Exists"}]}`
+	a, b := decode(spec), decode(spec)
+	if a != b {
+		t.Fatal("equal specs decoded into copies of their own")
+	}
+	if c := decode(`{"nodeName":"shared-1", "containers":[{"name":"web"}],"tolerations":[{"key":"k","operator":"Exists"}]}`); c == a || c.NodeName != "shared-1" {
+		t.Fatalf("a spec of other bytes decoded as %+v (shared: %v)", c, c == a)
+	}
+	long := `{"containers":[{"name":"web","command":["` + strings.Repeat("x", 5000) + `"]}],"nodeName":"shared-2"}`
+	if l, m := decode(long), decode(long); l == m || l.NodeName != "shared-2" || len(l.Containers[0].Command[0]) != 5000 {
+		t.Fatalf("a long spec decoded as %q (shared: %v)", l.NodeName, l == m)
+	}
+	for _, empty := range []string{"", "null", "{}"} {
+		if s := decode(empty); s.NodeName != "" || len(s.Containers) != 0 {
+			t.Fatalf("%q decoded as %+v", empty, s)
+		}
+	}
+	if _, err := kinds.DecodePodSpec(&object.Object{Spec: json.RawMessage(`{"nodeName":7}`)}); err == nil {
+		t.Fatal("a spec of the wrong type decoded")
 	}
 }

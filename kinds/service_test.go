@@ -58,7 +58,7 @@ func TestPortHolder(t *testing.T) {
 // A named port's number: as its node gave it (the status), else as
 // declared, of the protocol asked for (TCP when none).
 func TestPortNumber(t *testing.T) {
-	p := &kinds.Pod{Object: &object.Object{}}
+	p := &kinds.Pod{Object: &object.Object{}, Spec: &kinds.PodSpec{}}
 	p.Spec.Containers = []kinds.Container{{Name: "c", Ports: []kinds.ContainerPort{
 		{Name: "http"}, {Name: "admin", ContainerPort: 9000}, {Name: "dns", ContainerPort: 53, Protocol: "UDP"}}}}
 	p.Status.ContainerStatuses = []kinds.ContainerStatus{{Name: "c", Ports: []kinds.ContainerPort{

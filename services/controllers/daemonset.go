@@ -146,7 +146,7 @@ func (c *daemonSets) rollOutdated(ctx context.Context, o *object.Object, spec ki
 func daemonEligible(node *object.Object, spec kinds.PodSpec) bool {
 	var ns kinds.NodeSpec
 	_ = node.DecodeSpec(&ns)
-	if !kinds.MatchesNodeSelector(node.Metadata.Labels, spec) {
+	if !kinds.MatchesNodeSelector(node.Metadata.Labels, &spec) {
 		return false
 	}
 	for _, t := range ns.Taints {

@@ -137,7 +137,7 @@ func TestScaleDownOld(t *testing.T) {
 func TestDeletionOrder(t *testing.T) {
 	now := time.Now()
 	pod := func(name, node, phase string, ready bool, restarts int32, age time.Duration) *kinds.Pod {
-		p := &kinds.Pod{Object: &object.Object{Metadata: object.Meta{Name: name, CreationTimestamp: now.Add(-age)}}}
+		p := &kinds.Pod{Object: &object.Object{Metadata: object.Meta{Name: name, CreationTimestamp: now.Add(-age)}}, Spec: &kinds.PodSpec{}}
 		p.Spec.NodeName = node
 		p.Status.Phase = phase
 		p.Status.ContainerStatuses = []kinds.ContainerStatus{{Name: "c", Ready: ready, RestartCount: restarts}}

@@ -14,7 +14,7 @@ import (
 // epPod is a pod for desiredSlices: address "" means none yet; ports are
 // what its node gave it (name=number).
 func epPod(name, ip string, ready, deleting bool, ports ...string) *kinds.Pod {
-	p := &kinds.Pod{Object: &object.Object{Metadata: object.Meta{Name: name, Namespace: "ns", UID: "uid-" + name}}}
+	p := &kinds.Pod{Object: &object.Object{Metadata: object.Meta{Name: name, Namespace: "ns", UID: "uid-" + name}}, Spec: &kinds.PodSpec{}}
 	p.Spec.NodeName = "n1"
 	p.Status.PodIP, p.Status.Phase = ip, kinds.PodRunning
 	st := object.ConditionFalse

@@ -55,7 +55,8 @@ func prepare(p *kinds.Pod, cfg *bus.PodConfig, address string) (*prepared, error
 	if cfg == nil {
 		cfg = &bus.PodConfig{}
 	}
-	out := &kinds.Pod{Object: p.Object, Spec: p.Spec, Status: p.Status}
+	spec := *p.Spec // the decoded spec is shared: its changes go to a copy
+	out := &kinds.Pod{Object: p.Object, Spec: &spec, Status: p.Status}
 	src := configLookup{cfg: cfg, ns: p.Metadata.Namespace}
 	for _, list := range []*kinds.Containers{&out.Spec.InitContainers, &out.Spec.Containers} {
 		cs := append([]kinds.Container(nil), (*list)...)

@@ -79,7 +79,8 @@ func TestPrepare(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := &kinds.Pod{Object: &object.Object{Metadata: object.Meta{Name: "p", Namespace: "ns", UID: "u"}}, Spec: c.spec}
+			spec := c.spec
+			p := &kinds.Pod{Object: &object.Object{Metadata: object.Meta{Name: "p", Namespace: "ns", UID: "u"}}, Spec: &spec}
 			got, err := prepare(p, cfg, "10.0.0.1")
 			if c.failure != "" {
 				if !isConfigError(err) || err.Error() != c.failure {
@@ -107,7 +108,7 @@ func TestPrepare(t *testing.T) {
 			if got.pod.Spec.Containers[0].EnvFrom != nil {
 				t.Fatal("envFrom is left for the runtime")
 			}
-			if d := cmp.Diff(c.spec, p.Spec); d != "" {
+			if d := cmp.Diff(c.spec, *p.Spec); d != "" {
 				t.Fatalf("the pod given was changed (-was +now):\n%s", d)
 			}
 		})
@@ -117,7 +118,7 @@ func TestPrepare(t *testing.T) {
 // A pod waiting for its configuration shows each container waiting with
 // the reason and the message, and is not ready.
 func TestConfigErrorStatus(t *testing.T) {
-	p := &kinds.Pod{Spec: kinds.PodSpec{InitContainers: []kinds.Container{{Name: "i"}}, Containers: []kinds.Container{{Name: "a"}, {Name: "b"}}}}
+	p := &kinds.Pod{Spec: &kinds.PodSpec{InitContainers: []kinds.Container{{Name: "i"}}, Containers: []kinds.Container{{Name: "a"}, {Name: "b"}}}}
 	st := configErrorStatus(p, `configmap "x" not found`)
 	if st.Phase != kinds.PodPending || len(st.ContainerStatuses) != 2 || len(st.InitContainerStatuses) != 1 {
 		t.Fatalf("%+v", st)
@@ -129,5 +130,30 @@ func TestConfigErrorStatus(t *testing.T) {
 	}
 	if c := object.FindCondition(st.Conditions, kinds.PodReady); c == nil || c.Status != object.ConditionFalse {
 		t.Fatalf("conditions %+v", st.Conditions)
+	}
+}
+
+// Pods decoded from equal specs share one; giving one pod the node's
+// environment leaves the other's spec as it was.
+func TestWithEnvLeavesSharedSpecs(t *testing.T) {
+	decode := func(name string) *kinds.Pod {
+		t.Helper()
+		p, err := kinds.DecodePod(&object.Object{APIVersion: "v1", Kind: "Pod", Metadata: object.Meta{Name: name},
+			Spec: json.RawMessage(`{"initContainers":[{"name":"i"}],"containers":[{"name":"c","env":[{"name":"A","value":"1"}]}],"nodeName":"n-env"}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, b := decode("a"), decode("b")
+	if a.Spec != b.Spec {
+		t.Fatal("equal specs decoded into copies of their own")
+	}
+	got := withEnv(a, []kinds.EnvVar{{Name: "SVC_HOST", Value: "10.0.0.1"}})
+	if n := len(got.Spec.Containers[0].Env); n != 2 || len(got.Spec.InitContainers[0].Env) != 1 {
+		t.Fatalf("the pod given the environment has %d and %d variables", n, len(got.Spec.InitContainers[0].Env))
+	}
+	if len(b.Spec.Containers[0].Env) != 1 || len(b.Spec.InitContainers[0].Env) != 0 || a.Spec != b.Spec {
+		t.Fatalf("the shared spec was changed: %+v", b.Spec)
 	}
 }

@@ -24,7 +24,7 @@ type podRun struct {
 
 func newPodRun(w *podWorker, pod *kinds.Pod) *podRun {
 	r := &podRun{w: w, pod: pod, done: make(chan struct{})}
-	if needsConfig(&pod.Spec) {
+	if needsConfig(pod.Spec) {
 		r.sync = time.AfterFunc(w.a.cfg.ConfigSync, func() { w.signal(sigSync) })
 	}
 	return r
@@ -101,7 +101,8 @@ func withEnv(p *kinds.Pod, env []kinds.EnvVar) *kinds.Pod {
 	if len(env) == 0 {
 		return p
 	}
-	out := &kinds.Pod{Object: p.Object, Spec: p.Spec, Status: p.Status}
+	spec := *p.Spec // the decoded spec is shared: its changes go to a copy
+	out := &kinds.Pod{Object: p.Object, Spec: &spec, Status: p.Status}
 	for _, list := range []*kinds.Containers{&out.Spec.InitContainers, &out.Spec.Containers} {
 		cs := append([]kinds.Container(nil), (*list)...)
 		for i := range cs {

@@ -286,7 +286,7 @@ func TestSimulatedRuntimeAdoptsRunningPods(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := &kinds.Pod{Object: &object.Object{Metadata: object.Meta{Name: "p", Namespace: "default"}},
-				Spec: kinds.PodSpec{Containers: two}, Status: tc.status}
+				Spec: &kinds.PodSpec{Containers: two}, Status: tc.status}
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel() // Run returns once it has reported what it reports at once
 			var reports []kinds.PodStatus

@@ -125,7 +125,7 @@ func (s *Service) bind(ctx context.Context, j bindJob) error {
 		}
 		n := cur.Clone()
 		// p may be the informer's: what changes is copied first.
-		spec, status := p.Spec, p.Status
+		spec, status := *p.Spec, p.Status
 		spec.NodeName = j.node
 		if err := n.SetSpec(spec); err != nil {
 			return err

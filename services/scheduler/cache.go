@@ -58,7 +58,7 @@ func newCache() *cache {
 
 // podRequests sums what a pod asks for: its containers, or its largest
 // init container if that is more.
-func podRequests(spec kinds.PodSpec) (cpu, mem int64) {
+func podRequests(spec *kinds.PodSpec) (cpu, mem int64) {
 	for _, c := range spec.Containers {
 		cpu += c.Resources.Requests["cpu"].MilliValue()
 		mem += c.Resources.Requests["memory"].IntValue()
@@ -73,7 +73,7 @@ func podRequests(spec kinds.PodSpec) (cpu, mem int64) {
 // hostPorts are the node ports a pod takes wherever it runs: those its
 // containers declare by number, as "TCP/8080". A port declared without a
 // number is given a free one by the node, so it takes none here.
-func hostPorts(spec kinds.PodSpec) []string {
+func hostPorts(spec *kinds.PodSpec) []string {
 	var out []string
 	for _, cs := range [][]kinds.Container{spec.InitContainers, spec.Containers} {
 		for _, c := range cs {

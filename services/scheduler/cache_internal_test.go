@@ -17,7 +17,7 @@ func ownedPod(name, owner, node, phase string) *kinds.Pod {
 			{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: owner, UID: owner, Controller: &yes},
 		}
 	}
-	return &kinds.Pod{Object: o, Spec: kinds.PodSpec{NodeName: node}, Status: kinds.PodStatus{Phase: phase}}
+	return &kinds.Pod{Object: o, Spec: &kinds.PodSpec{NodeName: node}, Status: kinds.PodStatus{Phase: phase}}
 }
 
 // TestOwnedCountsFollowThePods: a node's count of pods by controller is

@@ -12,7 +12,7 @@ import (
 
 func portPod(uid string, ports ...kinds.ContainerPort) *kinds.Pod {
 	return &kinds.Pod{Object: &object.Object{Metadata: object.Meta{Name: uid, Namespace: "ns", UID: uid}},
-		Spec: kinds.PodSpec{Containers: []kinds.Container{{Name: "c", Ports: ports}}}}
+		Spec: &kinds.PodSpec{Containers: []kinds.Container{{Name: "c", Ports: ports}}}}
 }
 
 // Which number each port gets, pod after pod, in a range of 5 ports where

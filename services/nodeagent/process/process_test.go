@@ -76,7 +76,7 @@ func pod(t *testing.T, policy string, containers ...kinds.Container) *kinds.Pod 
 	return &kinds.Pod{
 		Object: &object.Object{Metadata: object.Meta{Name: "p", Namespace: "default",
 			UID: t.Name() + "-" + strconv.Itoa(uidSeq)}},
-		Spec: kinds.PodSpec{RestartPolicy: policy, Containers: containers, TerminationGracePeriodSeconds: &grace},
+		Spec: &kinds.PodSpec{RestartPolicy: policy, Containers: containers, TerminationGracePeriodSeconds: &grace},
 	}
 }
 

@@ -70,7 +70,7 @@ func TestWriteVolumeSwaps(t *testing.T) {
 // path in it.
 func TestProjectLinksMounts(t *testing.T) {
 	r := &Runtime{cfg: Config{Dir: t.TempDir()}}
-	pod := &kinds.Pod{Object: &object.Object{Metadata: object.Meta{UID: "u1"}}, Spec: kinds.PodSpec{Containers: []kinds.Container{{Name: "c",
+	pod := &kinds.Pod{Object: &object.Object{Metadata: object.Meta{UID: "u1"}}, Spec: &kinds.PodSpec{Containers: []kinds.Container{{Name: "c",
 		VolumeMounts: []kinds.VolumeMount{{Name: "cfg", MountPath: "/etc/app"}, {Name: "cfg", MountPath: "etc/one.txt", SubPath: "hello"},
 			{Name: "tmp", MountPath: "/scratch"}}}}}}
 	vols := []kinds.ProjectedVolume{{Name: "cfg", Files: map[string]kinds.ProjectedFile{"hello": {Data: []byte("hi"), Mode: 0o644}}},
