@@ -148,7 +148,7 @@ func (s *Store) sharedEvent(m rawMsg, live bool) Event {
 	}
 	ev := s.toEvent(m, live)
 	if ev.Type == Added || ev.Type == Modified {
-		ev.Object.ShareMaps()
+		ev.Object.ShareParts()
 		ev.shared, ev.Object = s.shared.keep(key, m.seq, ev.Object)
 	}
 	return ev

@@ -31,16 +31,66 @@ var specs = newInternShards[stdjson.RawMessage](8<<20, 4<<10)
 // process caching them. 4 MiB keeps the labels of about 11,000 owners.
 var stringMaps = newInternShards[map[string]string](4<<20, 1024)
 
+// ownerRefs holds one copy of each list of owner references seen lately
+// on a shared object: the pods of a ReplicaSet name it alike, and a list
+// of one took some 200 bytes a pod in each process caching pods. 2 MiB
+// keeps the lists of about 6,000 owners.
+var ownerRefs = newInternShards[[]OwnerReference](2<<20, 1024)
+
 // maxSharedMap is the most entries a shared map has: larger ones are seldom
 // alike, and cost more to compare.
 const maxSharedMap = 8
 
-// ShareMaps makes o's labels and annotations the maps kept for equal ones,
-// keeping o's where none is. Only for an object no one changes in place,
-// as the store's shared readers' objects are: Clone copies the maps.
-func (o *Object) ShareMaps() {
+// ShareParts makes o's labels, annotations and owner references the ones
+// kept for equal ones, keeping o's where none is. Only for an object no
+// one changes in place, as the store's shared readers' objects are: Clone
+// copies them, and a shared list has no room to grow.
+func (o *Object) ShareParts() {
 	o.Metadata.Labels = shareMap(o.Metadata.Labels)
 	o.Metadata.Annotations = shareMap(o.Metadata.Annotations)
+	o.Metadata.OwnerReferences = shareOwnerRefs(o.Metadata.OwnerReferences)
+}
+
+func shareOwnerRefs(refs []OwnerReference) []OwnerReference {
+	if len(refs) == 0 {
+		return refs
+	}
+	var buf [256]byte
+	key := refsKey(buf[:0], refs)
+	t := ownerRefs.shard(key)
+	if len(key) > t.maxValue {
+		return refs
+	}
+	if kept, ok := t.kept(key); ok {
+		return kept
+	}
+	refs = refs[:len(refs):len(refs)]
+	t.keepCosting(string(key), refs, len(key)+len(refs)*refBytes)
+	return refs
+}
+
+// refBytes is about what an owner reference takes beyond its strings:
+// the struct and its two flags.
+const refBytes = 112
+
+// refsKey appends to b each reference's strings, each preceded by its
+// length, and its two flags (0 for none, 1 false, 2 true), so that no
+// two lists have one key.
+func refsKey(b []byte, refs []OwnerReference) []byte {
+	flag := func(v *bool) byte {
+		switch {
+		case v == nil:
+			return 0
+		case *v:
+			return 2
+		}
+		return 1
+	}
+	for _, r := range refs {
+		b = appendSized(appendSized(appendSized(appendSized(b, r.APIVersion), r.Kind), r.Name), r.UID)
+		b = append(b, flag(r.Controller), flag(r.BlockOwnerDeletion))
+	}
+	return b
 }
 
 func shareMap(m map[string]string) map[string]string { return shareMapIn(stringMaps, m) }

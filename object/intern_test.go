@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 	"testing"
 	"unsafe"
 )
@@ -222,9 +223,9 @@ func mustDecode[V any](t *testing.T, d *SharedDecoder[V], b []byte) V {
 }
 
 // Objects whose labels or annotations are equal share one map after
-// ShareMaps; maps that differ in any way keep their own, and a Clone has
+// ShareParts; maps that differ in any way keep their own, and a Clone has
 // maps of its own again.
-func TestShareMapsSharesEqualMaps(t *testing.T) {
+func TestSharePartsSharesEqualMaps(t *testing.T) {
 	many := map[string]string{}
 	for i := range maxSharedMap + 1 {
 		many[fmt.Sprint("k", i)] = "v"
@@ -254,8 +255,8 @@ func TestShareMapsSharesEqualMaps(t *testing.T) {
 			a := &Object{Metadata: Meta{Labels: label(tc.a), Annotations: label(tc.a)}}
 			b := &Object{Metadata: Meta{Labels: label(tc.b), Annotations: label(tc.b)}}
 			wantA, wantB := maps.Clone(a.Metadata.Labels), maps.Clone(b.Metadata.Labels)
-			a.ShareMaps()
-			b.ShareMaps()
+			a.ShareParts()
+			b.ShareParts()
 			if !maps.Equal(a.Metadata.Labels, wantA) || !maps.Equal(b.Metadata.Labels, wantB) ||
 				!maps.Equal(a.Metadata.Annotations, wantA) || !maps.Equal(b.Metadata.Annotations, wantB) {
 				t.Fatalf("sharing changed the maps: %v %v, want %v %v", a.Metadata.Labels, b.Metadata.Labels, wantA, wantB)
@@ -272,9 +273,64 @@ func TestShareMapsSharesEqualMaps(t *testing.T) {
 		})
 	}
 	var none Object
-	none.ShareMaps()
+	none.ShareParts()
 	if none.Metadata.Labels != nil || none.Metadata.Annotations != nil {
 		t.Error("an object without maps got some")
+	}
+}
+
+// Objects whose owner references are equal, flags included, share one
+// list after ShareParts, which has no room to grow; lists that differ in
+// any way keep their own, and a Clone has a list of its own again.
+func TestSharePartsSharesEqualOwnerReferences(t *testing.T) {
+	yes, no := true, false
+	for _, tc := range []struct {
+		name  string
+		a, b  []OwnerReference
+		share bool
+	}{
+		{"equal", []OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "u1", Controller: &yes, BlockOwnerDeletion: &yes}},
+			[]OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "u1", Controller: &yes, BlockOwnerDeletion: &yes}}, true},
+		{"another owner", []OwnerReference{{Kind: "ReplicaSet", Name: "web", UID: "u1"}}, []OwnerReference{{Kind: "ReplicaSet", Name: "web", UID: "u2"}}, false},
+		{"no flag against false", []OwnerReference{{Kind: "ReplicaSet", Name: "web", UID: "u1"}}, []OwnerReference{{Kind: "ReplicaSet", Name: "web", UID: "u1", Controller: &no}}, false},
+		{"false against true", []OwnerReference{{Kind: "ReplicaSet", Name: "web", UID: "u1", BlockOwnerDeletion: &no}},
+			[]OwnerReference{{Kind: "ReplicaSet", Name: "web", UID: "u1", BlockOwnerDeletion: &yes}}, false},
+		{"the same bytes split elsewhere", []OwnerReference{{Kind: "ab", Name: "c", UID: "u1"}}, []OwnerReference{{Kind: "a", Name: "bc", UID: "u1"}}, false},
+		{"one more owner", []OwnerReference{{Kind: "ReplicaSet", Name: "web", UID: "u1"}},
+			[]OwnerReference{{Kind: "ReplicaSet", Name: "web", UID: "u1"}, {Kind: "Job", Name: "j", UID: "u3"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Each case's own API version, so that no case finds another's.
+			own := func(refs []OwnerReference) []OwnerReference {
+				out := slices.Clone(refs)
+				for i := range out {
+					out[i].APIVersion += "/" + tc.name
+				}
+				return out
+			}
+			a := &Object{Metadata: Meta{OwnerReferences: append(make([]OwnerReference, 0, 4), own(tc.a)...)}}
+			b := &Object{Metadata: Meta{OwnerReferences: own(tc.b)}}
+			wantA, wantB := slices.Clone(a.Metadata.OwnerReferences), slices.Clone(b.Metadata.OwnerReferences)
+			a.ShareParts()
+			b.ShareParts()
+			if !reflect.DeepEqual(a.Metadata.OwnerReferences, wantA) || !reflect.DeepEqual(b.Metadata.OwnerReferences, wantB) {
+				t.Fatalf("sharing changed the references: %+v %+v", a.Metadata.OwnerReferences, b.Metadata.OwnerReferences)
+			}
+			if got := &a.Metadata.OwnerReferences[0] == &b.Metadata.OwnerReferences[0]; got != tc.share {
+				t.Fatalf("references shared: %v, want %v", got, tc.share)
+			}
+			if cap(a.Metadata.OwnerReferences) != len(a.Metadata.OwnerReferences) {
+				t.Fatal("a shared list has room to grow")
+			}
+			if c := b.Clone(); &c.Metadata.OwnerReferences[0] == &b.Metadata.OwnerReferences[0] {
+				t.Fatal("a clone shares the references of the object it copies")
+			}
+		})
+	}
+	var none Object
+	none.ShareParts()
+	if none.Metadata.OwnerReferences != nil {
+		t.Error("an object without owner references got some")
 	}
 }
 
