@@ -96,7 +96,6 @@ func (b *PortBook) Assign(pod *kinds.Pod, before map[string]map[string]int32) (i
 		}
 		return out, nil
 	}
-	b.pods[uid] = pod.Metadata.Namespace + "/" + pod.Metadata.Name
 	if inits, err = take(pod.Spec.InitContainers); err == nil {
 		mains, err = take(pod.Spec.Containers)
 	}
@@ -105,8 +104,14 @@ func (b *PortBook) Assign(pod *kinds.Pod, before map[string]map[string]int32) (i
 			delete(b.held, k)
 		}
 		b.forget(uid)
+		return nil, nil, err
 	}
-	return inits, mains, err
+	// Named only to say who holds a port: most pods hold none, and a name
+	// each took 12 MB for 100,000 simulated pods.
+	if len(mine) > 0 {
+		b.pods[uid] = pod.Metadata.Namespace + "/" + pod.Metadata.Name
+	}
+	return inits, mains, nil
 }
 
 // pick finds a number for a port the pod declared without one: the one

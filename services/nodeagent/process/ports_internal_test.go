@@ -2,6 +2,7 @@ package process
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -114,5 +115,25 @@ func TestPortEnv(t *testing.T) {
 	}
 	if portEnv(nil) != nil {
 		t.Fatal("a container without ports is told of some")
+	}
+}
+
+// A port taken names the pod that holds it; a pod that holds no port is
+// not named at all, nor is one given its ports back.
+func TestPortBookNamesHoldersAlone(t *testing.T) {
+	b := NewPortBook(100, 104, nil)
+	if _, _, err := b.Assign(portPod("a", kinds.ContainerPort{ContainerPort: 8080}), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Assign(portPod("none"), nil); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := b.Assign(portPod("b", kinds.ContainerPort{ContainerPort: 8080}), nil)
+	if !errors.Is(err, ErrPortTaken) || !strings.Contains(err.Error(), "held on this node by pod ns/a") {
+		t.Fatalf("got %v, want the port held by pod ns/a", err)
+	}
+	b.Release("a")
+	if len(b.pods) != 0 {
+		t.Fatalf("pods named: %v, want none", b.pods)
 	}
 }
