@@ -406,15 +406,52 @@ func PodOrNil(o *object.Object) any {
 // reconcile.Decoder): o decoded, reusing the decoded spec of the pod's
 // previous version old when o's spec is byte for byte old's, as after a
 // status write. A pod's status is written more often than its spec, and
-// its spec is the larger half to decode. Of the status's conditions it
-// keeps Ready alone (readyOnly).
+// its spec is the larger half to decode. Of the status it keeps what a
+// pod's owners read: its phase, reason and addresses, its Ready
+// condition alone (readyOnly), and the statuses of the containers that
+// restarted, were given ports or ended (ownersContainers); not its host,
+// its start or its init containers.
 func PodAfter(o, old *object.Object, oldValue any) any {
 	p := specAfter(o, old, oldValue)
 	if p == nil || o.DecodeStatus(&p.Status) != nil {
 		return nil
 	}
-	p.Status.Conditions = readyOnly(p.Status.Conditions)
+	st := &p.Status
+	st.Conditions = readyOnly(st.Conditions)
+	st.ContainerStatuses = ownersContainers(st.ContainerStatuses)
+	st.HostIP, st.StartTime, st.InitContainerStatuses = "", nil, nil
 	return p
+}
+
+// ownersContainers is what a pod's owners read of its containers'
+// statuses: restarts (Restarts), ports as given (PortNumber) and how
+// they ended (a Job's backoff). A container with none of these is left
+// out, the others kept whole, in order. A running container's status,
+// its state, image and start, took some 200 bytes a pod in the
+// controllers' cache.
+func ownersContainers(cs []ContainerStatus) []ContainerStatus {
+	read := func(c *ContainerStatus) bool {
+		return c.RestartCount != 0 || len(c.Ports) > 0 || c.State.Terminated != nil || c.LastTerminationState.Terminated != nil
+	}
+	n := 0
+	for i := range cs {
+		if read(&cs[i]) {
+			n++
+		}
+	}
+	switch n {
+	case len(cs):
+		return cs
+	case 0:
+		return nil
+	}
+	out := make([]ContainerStatus, 0, n)
+	for i := range cs {
+		if read(&cs[i]) {
+			out = append(out, cs[i])
+		}
+	}
+	return out
 }
 
 // readyOnly is the Ready condition of conds alone, in a slice of its

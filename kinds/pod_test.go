@@ -2,6 +2,8 @@ package kinds_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -230,5 +232,59 @@ func TestSpecsAreShared(t *testing.T) {
 	}
 	if _, err := kinds.DecodePodSpec(&object.Object{Spec: json.RawMessage(`{"nodeName":7}`)}); err == nil {
 		t.Fatal("a spec of the wrong type decoded")
+	}
+}
+
+// The controllers' decoder keeps of a pod's status what its owners read:
+// the statuses of containers that restarted, were given ports or ended,
+// whole and in order, and none of its host, start or init containers.
+func TestPodAfterKeepsWhatOwnersRead(t *testing.T) {
+	const running = `{"name":"%s","state":{"running":{"startedAt":"2026-11-29T09:00:00Z"}},"ready":true,"started":true,"restartCount":0,"image":"demo"}`
+	c := func(name string) string { return fmt.Sprintf(running, name) }
+	for _, tc := range []struct {
+		name       string
+		containers string
+		want       []string // the names kept, nil for none
+	}{
+		{"running containers", `[` + c("a") + `,` + c("b") + `]`, nil},
+		{"one restarted", `[` + c("a") + `,{"name":"b","state":{},"restartCount":2}]`, []string{"b"}},
+		{"one given a port", `[{"name":"a","state":{},"ports":[{"name":"http","containerPort":20001}]},` + c("b") + `]`, []string{"a"}},
+		{"one ended", `[` + c("a") + `,{"name":"b","state":{"terminated":{"exitCode":1}}}]`, []string{"b"}},
+		{"one ended before", `[{"name":"a","state":{},"lastState":{"terminated":{"exitCode":137}}}]`, []string{"a"}},
+		{"all read", `[{"name":"a","state":{},"restartCount":1},{"name":"b","state":{"terminated":{"exitCode":0}}}]`, []string{"a", "b"}},
+		{"none", `[]`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status := `{"phase":"Running","hostIP":"10.1.0.1","podIP":"10.0.0.1","startTime":"2026-11-29T09:00:00Z",` +
+				`"initContainerStatuses":[{"name":"init","state":{"terminated":{"exitCode":0}}}],"containerStatuses":` + tc.containers + `}`
+			o := &object.Object{APIVersion: "v1", Kind: "Pod", Spec: json.RawMessage(`{"containers":[{"name":"a"},{"name":"b"}]}`), Status: json.RawMessage(status)}
+			p, ok := kinds.PodAfter(o, nil, nil).(*kinds.Pod)
+			if !ok {
+				t.Fatal("the pod did not decode")
+			}
+			var names []string
+			for _, cs := range p.Status.ContainerStatuses {
+				names = append(names, cs.Name)
+			}
+			if !slices.Equal(names, tc.want) {
+				t.Fatalf("kept the statuses of %v, want %v", names, tc.want)
+			}
+			st := p.Status
+			if st.Phase != kinds.PodRunning || st.PodIP != "10.0.0.1" || st.HostIP != "" || st.StartTime != nil || st.InitContainerStatuses != nil {
+				t.Fatalf("kept %+v", st)
+			}
+			if len(tc.want) > 0 {
+				var whole kinds.PodStatus
+				if err := o.DecodeStatus(&whole); err != nil {
+					t.Fatal(err)
+				}
+				for _, cs := range p.Status.ContainerStatuses {
+					i := slices.IndexFunc(whole.ContainerStatuses, func(w kinds.ContainerStatus) bool { return w.Name == cs.Name })
+					if !reflect.DeepEqual(cs, whole.ContainerStatuses[i]) {
+						t.Fatalf("kept %+v, want %+v whole", cs, whole.ContainerStatuses[i])
+					}
+				}
+			}
+		})
 	}
 }
