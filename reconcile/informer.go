@@ -157,7 +157,8 @@ type Keep func(o *object.Object, value any) *object.Object
 // SetKeep makes the informer keep, of each object, what fn returns. Get,
 // List, its indexes and its handlers see what fn kept, which must never
 // be written back over the stored object: a writer reads the stored one.
-// Its decoder sees the object whole. Call before the manager runs.
+// Its decoder sees the object whole, and as old the key's previous
+// object as kept. Call before the manager runs.
 func (i *Informer) SetKeep(fn Keep) {
 	i.mu.Lock()
 	defer i.mu.Unlock()

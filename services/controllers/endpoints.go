@@ -265,13 +265,34 @@ func endpointChanged(ch reconcile.Change) bool {
 	if a.Status.PodIP != b.Status.PodIP || a.Status.Phase != b.Status.Phase || a.Ready() != b.Ready() || a.Spec.NodeName != b.Spec.NodeName {
 		return true
 	}
-	if len(a.Status.ContainerStatuses) != len(b.Status.ContainerStatuses) {
-		return true
+	return !samePorts(a.Status.ContainerStatuses, b.Status.ContainerStatuses)
+}
+
+// samePorts reports whether two versions of a pod's container statuses
+// give the same ports to the same containers. They are matched by name:
+// the controllers keep the statuses of some containers alone
+// (kinds.PodAfter), so one that restarts joins the list.
+func samePorts(a, b []kinds.ContainerStatus) bool {
+	ported := func(cs []kinds.ContainerStatus) int {
+		n := 0
+		for _, c := range cs {
+			if len(c.Ports) > 0 {
+				n++
+			}
+		}
+		return n
 	}
-	for i := range a.Status.ContainerStatuses {
-		if !slices.Equal(a.Status.ContainerStatuses[i].Ports, b.Status.ContainerStatuses[i].Ports) {
-			return true
+	if ported(a) != ported(b) {
+		return false
+	}
+	for _, c := range a {
+		if len(c.Ports) == 0 {
+			continue
+		}
+		i := slices.IndexFunc(b, func(d kinds.ContainerStatus) bool { return d.Name == c.Name })
+		if i < 0 || !slices.Equal(c.Ports, b[i].Ports) {
+			return false
 		}
 	}
-	return false
+	return true
 }

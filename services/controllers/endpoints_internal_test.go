@@ -160,11 +160,19 @@ func TestEndpointChanged(t *testing.T) {
 		{"labels", base(), func(p *kinds.Pod) { p.Metadata.Labels = map[string]string{"app": "other"} }, true},
 		{"its port's number", base(), func(p *kinds.Pod) { p.Status.ContainerStatuses[0].Ports[0].ContainerPort = 20002 }, true},
 		{"finished", base(), func(p *kinds.Pod) { p.Status.Phase = kinds.PodSucceeded }, true},
+		{"another container restarted, listed first", base(), func(p *kinds.Pod) {
+			p.Status.ContainerStatuses = append([]kinds.ContainerStatus{{Name: "side", RestartCount: 1}}, p.Status.ContainerStatuses...)
+		}, false},
+		{"its port given to another container", base(), func(p *kinds.Pod) {
+			p.Status.ContainerStatuses = []kinds.ContainerStatus{{Name: "c"}, {Name: "side", Ports: p.Status.ContainerStatuses[0].Ports}}
+		}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			next := epPod("a", "", false, false)
 			*next = *tc.old
+			spec := *tc.old.Spec // a decoded spec is shared: a change is made to a copy
+			next.Spec = &spec
 			next.Object = tc.old.Object.Clone()
 			next.Status.Conditions = append([]object.Condition(nil), tc.old.Status.Conditions...)
 			next.Status.ContainerStatuses = []kinds.ContainerStatus{{Name: "c", Ports: append([]kinds.ContainerPort(nil), tc.old.Status.ContainerStatuses[0].Ports...)}}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/client"
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
@@ -260,6 +261,91 @@ func TestGarbageCollectionPolicies(t *testing.T) {
 		_, err := e.c.Get(e.ctx, e.res("rs"), "default", "fg")
 		return client.IsNotFound(err) && len(e.list("pods", "app=fg")) == 0
 	})
+}
+
+// A running pod deleted in the foreground, for it has a dependent of its
+// own, keeps its status whole through the collector's writes: the
+// finalizer added, and dropped once the dependent is gone, which removes
+// the pod with its last state.
+func TestForegroundDeletionKeepsRunningPodsWhole(t *testing.T) {
+	e := newEnv(t)
+	e.controllers()
+	e.apply(fmt.Sprintf(rsYAML, "fgw", 1))
+	stop := e.runPods("app=fgw")
+	defer stop()
+	var pod *object.Object
+	poll.Until(t, "the pod running", 10*time.Second, func() bool {
+		ps := e.list("pods", "app=fgw")
+		if len(ps) != 1 {
+			return false
+		}
+		var st kinds.PodStatus
+		pod = ps[0]
+		return pod.DecodeStatus(&st) == nil && st.Phase == kinds.PodRunning
+	})
+	whole := func(o *object.Object) bool {
+		var st kinds.PodStatus
+		return o.DecodeStatus(&st) == nil && st.Phase == kinds.PodRunning && len(st.Conditions) == 1
+	}
+	// A dependent that stays until its own finalizer is taken off.
+	held := `apiVersion: apps/v1
+kind: ReplicaSet
+metadata:
+  name: %s
+  finalizers: [test.homeostat.io/hold]
+  ownerReferences: [{apiVersion: v1, kind: Pod, name: %s, uid: %s}]
+spec:
+  replicas: 0
+  selector: {matchLabels: {app: %[1]s}}
+  template:
+    metadata: {labels: {app: %[1]s}}
+    spec: {containers: [{name: c, command: [sleep, "1000"]}]}
+`
+	e.apply(fmt.Sprintf(held, "held", pod.Metadata.Name, pod.Metadata.UID))
+	// One whose owner never was: once the collector has removed it, it
+	// has seen the first, made before it.
+	e.apply(strings.Replace(fmt.Sprintf(held, "probe", "never", "no-such-uid"), "  finalizers: [test.homeostat.io/hold]\n", "", 1))
+	poll.Until(t, "the collector caught up with the ReplicaSets", 10*time.Second, func() bool {
+		_, err := e.c.Get(e.ctx, e.res("rs"), "default", "probe")
+		return client.IsNotFound(err)
+	})
+	pods, err := e.conn.Store(e.ctx, bus.StoreSpec{Resource: "pods", Kind: "Pod", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := pods.Watch(e.ctx, bus.WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.Delete(e.ctx, e.res("rs"), "default", "fgw", client.DeleteOptions{PropagationPolicy: "Foreground"}); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the pod deleting in the foreground", 10*time.Second, func() bool {
+		p := e.get("pods", pod.Metadata.Name)
+		return p.Metadata.Deleting() && p.Metadata.HasFinalizer(controllers.FinalizerForeground)
+	})
+	if p := e.get("pods", pod.Metadata.Name); !whole(p) {
+		t.Fatalf("the pod's finalizer was added over status %s", p.Status)
+	}
+	e.patch("rs", "held", `{"metadata":{"finalizers":null}}`)
+	deadline := time.After(15 * time.Second)
+	for {
+		select {
+		case ev := <-events:
+			if ev.Type != bus.Deleted || ev.Key != pod.Key() {
+				continue
+			}
+			if ev.Object == nil {
+				t.Fatal("the pod went with no last state")
+			}
+			if !whole(ev.Object) {
+				t.Fatalf("the pod went with its last status %s", ev.Object.Status)
+			}
+			return
+		case <-deadline:
+			t.Fatal("the pod was not removed")
+		}
+	}
 }
 
 func TestDeletingNamespaceDeletesItsContent(t *testing.T) {
