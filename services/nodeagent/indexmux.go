@@ -176,10 +176,11 @@ func (x *sharedIndex) reset() {
 
 // subBuffer is the room each node's watch has beyond its current set. An
 // event is some 200 bytes and every node of the process has a watch, so
-// the room is small: 1,024 took 160 MB for a thousand nodes, and 64 took
-// 125 MB for 5,000 nodes of 20 pods. A node that fills it holds up the
-// others until it has taken an event; a node's agent takes each at once.
-const subBuffer = 16
+// the room is small: 1,024 took 160 MB for a thousand nodes, 64 took
+// 125 MB for 5,000 nodes of 20 pods, and 16 some 20 MB. A node that
+// fills it holds up the others until it has taken an event; a node's
+// agent takes each at once.
+const subBuffer = 8
 
 // Watch streams one node's pods: those known now as Added (and Synced,
 // once the whole index has been read), then changes.
