@@ -55,19 +55,14 @@ func prepare(p *kinds.Pod, cfg *bus.PodConfig, address string) (*prepared, error
 	if cfg == nil {
 		cfg = &bus.PodConfig{}
 	}
-	spec := *p.Spec // the decoded spec is shared: its changes go to a copy
-	out := &kinds.Pod{Object: p.Object, Spec: &spec, Status: p.Status}
 	src := configLookup{cfg: cfg, ns: p.Metadata.Namespace}
-	for _, list := range []*kinds.Containers{&out.Spec.InitContainers, &out.Spec.Containers} {
-		cs := append([]kinds.Container(nil), (*list)...)
-		for i := range cs {
-			env, err := resolveEnv(&cs[i], p, src, address)
-			if err != nil {
-				return nil, err
-			}
-			cs[i].Env, cs[i].EnvFrom = env, nil
-		}
-		*list = cs
+	out, err := withContainers(p, func(c *kinds.Container) error {
+		env, err := resolveEnv(c, p, src, address)
+		c.Env, c.EnvFrom = env, nil
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	vols, err := projectVolumes(p.Spec.Volumes, src)
 	if err != nil {

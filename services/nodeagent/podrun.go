@@ -101,14 +101,26 @@ func withEnv(p *kinds.Pod, env []kinds.EnvVar) *kinds.Pod {
 	if len(env) == 0 {
 		return p
 	}
-	spec := *p.Spec // the decoded spec is shared: its changes go to a copy
-	out := &kinds.Pod{Object: p.Object, Spec: &spec, Status: p.Status}
-	for _, list := range []*kinds.Containers{&out.Spec.InitContainers, &out.Spec.Containers} {
+	out, _ := withContainers(p, func(c *kinds.Container) error {
+		c.Env = append(append([]kinds.EnvVar(nil), env...), c.Env...)
+		return nil
+	})
+	return out
+}
+
+// withContainers is p with each of its containers, init ones first, as
+// change leaves a copy of it. A decoded pod's spec and containers are
+// shared, so the pod, its spec and its lists of containers are copies.
+func withContainers(p *kinds.Pod, change func(*kinds.Container) error) (*kinds.Pod, error) {
+	spec := *p.Spec
+	for _, list := range []*kinds.Containers{&spec.InitContainers, &spec.Containers} {
 		cs := append([]kinds.Container(nil), (*list)...)
 		for i := range cs {
-			cs[i].Env = append(append([]kinds.EnvVar(nil), env...), cs[i].Env...)
+			if err := change(&cs[i]); err != nil {
+				return nil, err
+			}
 		}
 		*list = cs
 	}
-	return out
+	return &kinds.Pod{Object: p.Object, Spec: &spec, Status: p.Status}, nil
 }
