@@ -186,18 +186,22 @@ type fanWatch struct {
 
 // watch serves a watch after opts.AfterRevision on f, which it has
 // joined, from the change at index next, until ctx ends.
-func (f *fanout) watch(ctx context.Context, opts WatchOptions, next, target uint64) <-chan Event {
+// ended, when set, is called as the watch ends.
+func (f *fanout) watch(ctx context.Context, opts WatchOptions, next, target uint64, ended func()) <-chan Event {
 	buffer := opts.Buffer
 	if buffer == 0 {
 		buffer = 256
 	}
 	w := &fanWatch{f: f, opts: opts, target: target, next: next, last: opts.AfterRevision, ch: make(chan Event, buffer)}
-	go w.run(ctx)
+	go w.run(ctx, ended)
 	return w.ch
 }
 
-func (w *fanWatch) run(ctx context.Context) {
+func (w *fanWatch) run(ctx context.Context, ended func()) {
 	defer close(w.ch)
+	if ended != nil {
+		defer ended()
+	}
 	defer w.leave()
 	batch := make([]Event, 0, 64)
 	for {

@@ -67,6 +67,9 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (*ListResult, error)
 	if err != nil {
 		return nil, err
 	}
+	if opts.Shared {
+		defer s.shared.join(false)()
+	}
 	filter := s.filter(opts.Namespace, "")
 	if opts.Under != "" {
 		if opts.Namespace == "" || !validKey(opts.Under) {

@@ -33,6 +33,8 @@ const (
 // readSpec says what to read.
 type readSpec struct {
 	stream string
+	// ended, when set, is called as a watch's read ends.
+	ended func()
 	// filter is the subjects to read (wholeStream: every one).
 	filter string
 	// start is the first stream sequence to deliver; 0 delivers the last

@@ -15,6 +15,8 @@ import (
 // read again is decoded again.
 func TestSharedObjectsHoldTheirObjectsWeakly(t *testing.T) {
 	var c sharedObjects
+	defer c.join(false)()
+	defer c.join(false)()
 	// The first reader's object is held within this function alone.
 	d := func() *decoded {
 		first := &object.Object{Metadata: object.Meta{Name: "first"}}
@@ -56,4 +58,39 @@ func TestSharedObjectsHoldTheirObjectsWeakly(t *testing.T) {
 		t.Fatal("the object kept anew is not found")
 	}
 	runtime.KeepAlive(fresh)
+}
+
+// TestSharedObjectsKeepWhileShared: entries are kept while two readers
+// read, or one that serves JSON, and go with the last that shares them;
+// a lone reader's object is its own, with its JSON.
+func TestSharedObjectsKeepWhileShared(t *testing.T) {
+	var c sharedObjects
+	o := &object.Object{Metadata: object.Meta{Name: "o"}}
+	kept := func() bool {
+		_, _, ok := c.lookup("k", 1)
+		return ok
+	}
+	leaveFirst := c.join(false)
+	if d, got := c.keep("k", 1, o); got != o || kept() || (Event{Object: o, shared: d}).JSON() == nil {
+		t.Fatal("a lone reader's object was kept, or has no JSON")
+	}
+	leaveSecond := c.join(false)
+	if c.keep("k", 1, o); !kept() {
+		t.Fatal("two readers' object was not kept")
+	}
+	leaveSecond()
+	leaveSecond() // a second call counts nothing
+	if kept() {
+		t.Fatal("the object outlived the last reader that shared it")
+	}
+	leaveServing := c.join(true)
+	leaveFirst()
+	if c.keep("k", 1, o); !kept() {
+		t.Fatal("a lone reader that serves JSON did not keep its object")
+	}
+	leaveServing()
+	if c.readers != 0 || c.serving != 0 || c.m != nil {
+		t.Fatalf("readers %d, serving %d, entries %v after every reader left", c.readers, c.serving, c.m)
+	}
+	runtime.KeepAlive(o)
 }

@@ -229,13 +229,26 @@ func TestListSelectorAndPages(t *testing.T) {
 	}
 }
 
-// A shared list decodes only what changed since the last one: unchanged
-// objects come back as the same values, changed ones anew, deleted ones
-// not at all, each with its JSON, and equal labels as one map; a list
-// that does not share gets values of its own.
+// A shared list decodes only what changed since the last one, while
+// another shared reader reads: unchanged objects come back as the same
+// values, changed ones anew, deleted ones not at all, each with its JSON,
+// and equal labels as one map; a list that does not share gets values of
+// its own. A list that is the only shared reader keeps nothing for the
+// next.
 func TestSharedListsDecodeOnlyChanges(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, bustest.Conn(t))
+	// Two other readers: as the first list ends, another still shares.
+	wctx, endWatches := context.WithCancel(ctx)
+	defer endWatches()
+	var watches []<-chan bus.Event
+	for range 2 {
+		ch, err := s.Watch(wctx, bus.WatchOptions{Shared: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		watches = append(watches, ch)
+	}
 	for _, n := range []string{"w1", "w2", "w3"} {
 		if _, err := s.Create(ctx, widget("a", n, `{"n":0}`, map[string]string{"app": t.Name()})); err != nil {
 			t.Fatal(err)
@@ -289,6 +302,57 @@ func TestSharedListsDecodeOnlyChanges(t *testing.T) {
 	}
 	if oneMap(own["w1"].Metadata.Labels, own["w2"].Metadata.Labels) || oneMap(own["w1"].Metadata.Labels, first["w1"].Metadata.Labels) {
 		t.Fatal("a list that does not share got shared labels")
+	}
+
+	endWatches()
+	for _, ch := range watches {
+		for range ch { // until it has ended, and counted itself out
+		}
+	}
+	alone := list(bus.ListOptions{Namespace: "a", Shared: true})
+	if alone["w1"] == second["w1"] {
+		t.Fatal("a shared list was given what was kept after the last other reader left")
+	}
+	if again := list(bus.ListOptions{Namespace: "a", Shared: true}); again["w1"] == alone["w1"] {
+		t.Fatal("a shared list that read alone kept its objects for the next")
+	}
+}
+
+// A cache that serves its objects as JSON (WatchOptions.Serving) keeps
+// them shared while it reads alone: a page of them serves the JSON
+// encoded once, where one of a watch that does not serve encodes it
+// again each time.
+func TestServingWatchKeepsItsJSON(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := newStore(t, bustest.Conn(t))
+	if _, err := s.Create(ctx, widget("a", "w", `{"n":0}`, nil)); err != nil {
+		t.Fatal(err)
+	}
+	for _, serving := range []bool{true, false} {
+		wctx, end := context.WithCancel(ctx)
+		ch, err := s.Watch(wctx, bus.WatchOptions{Shared: true, Serving: serving})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := expect(t, ch, bus.Added, "w")
+		expect(t, ch, bus.Synced, "")
+		items := map[string]*object.Object{ev.Key: ev.Object}
+		page := func() []byte {
+			t.Helper()
+			res, err := s.PageOf(items, ev.Revision, bus.ListOptions{Shared: true})
+			if err != nil || len(res.JSON) != 1 || len(res.JSON[0]) == 0 {
+				t.Fatalf("serving %v: page %v, %v", serving, res, err)
+			}
+			return res.JSON[0]
+		}
+		one, two := page(), page()
+		if same := &one[0] == &two[0]; same != serving {
+			t.Fatalf("serving %v: two pages served one encoding: %v", serving, same)
+		}
+		end()
+		for range ch {
+		}
 	}
 }
 

@@ -91,6 +91,11 @@ type WatchOptions struct {
 	// must not change: each change is then decoded once for them all, and
 	// Event.JSON serves its JSON, encoded once.
 	Shared bool
+	// Serving marks a Shared watch whose reader serves its objects' JSON
+	// later (a cache that answers lists, with Store.PageOf): the store
+	// keeps them shared, each with the JSON encoded for it, even when no
+	// other reader shares them.
+	Serving bool
 	// SkipStatus leaves out, undecoded, the changes made after Synced that
 	// changed only an object's status (what the status subresource would
 	// take): for a reader that acts on the rest alone.
@@ -141,9 +146,13 @@ func (s *Store) Watch(ctx context.Context, opts WatchOptions) (<-chan Event, err
 	if err := s.checkNotCompacted(ctx, opts.AfterRevision); err != nil {
 		return nil, err
 	}
+	var ended func()
+	if opts.Shared && !opts.Raw {
+		ended = s.shared.join(opts.Serving)
+	}
 	if opts.Shared && opts.AfterRevision > 0 && !opts.skipsAny() && !opts.Raw {
 		if f, next := s.joinFanout(opts.AfterRevision); f != nil {
-			return f.watch(ctx, opts, next, last), nil
+			return f.watch(ctx, opts, next, last, ended), nil
 		}
 	}
 	decode := s.toEvent
@@ -164,7 +173,9 @@ func (s *Store) Watch(ctx context.Context, opts WatchOptions) (<-chan Event, err
 	}
 	// Outermost: a confirmation reaches none of the others.
 	decode = s.withProgress(decode, opts.Progress)
-	return s.conn.watch(ctx, s.watchSpec(opts), opts.Buffer, opts.AfterRevision == 0, decode), nil
+	spec := s.watchSpec(opts)
+	spec.ended = ended
+	return s.conn.watch(ctx, spec, opts.Buffer, opts.AfterRevision == 0, decode), nil
 }
 
 func (opts WatchOptions) skipsAny() bool { return opts.SkipStatus || opts.SkipCreate != nil }
@@ -213,6 +224,9 @@ func (c *Conn) watch(ctx context.Context, spec readSpec, buffer int, initial boo
 	last := max(spec.start, 1) - 1 // the revision the watch has reached
 	go func() {
 		defer close(ch)
+		if spec.ended != nil {
+			defer spec.ended()
+		}
 		release, err := c.turns.take(ctx)
 		if err != nil {
 			return

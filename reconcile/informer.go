@@ -60,7 +60,9 @@ type Informer struct {
 	values map[string]any
 	decode Decoder
 	keep   Keep
-	rev    uint64
+	// serving: the cache's objects are served as JSON (bus.WatchOptions.Serving).
+	serving bool
+	rev     uint64
 	// delivered is the revision of the last message the watch delivered:
 	// rev may be ahead of it, moved to the stream's last sequence when the
 	// watch said it had caught up.
@@ -163,6 +165,16 @@ func (i *Informer) SetKeep(fn Keep) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.keep = fn
+}
+
+// SetServing marks a cache whose objects are served as JSON, from
+// bus.Store.PageOf: the store keeps them shared with the JSON encoded for
+// each, even when no other reader of the process shares them. Call
+// before it runs.
+func (i *Informer) SetServing() {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.serving = true
 }
 
 // Value returns the decoded form of key's object.
@@ -448,7 +460,10 @@ func (i *Informer) watch(ctx context.Context, after uint64) error {
 	}
 	// Shared: the cache hands out its objects unchanged, so every informer
 	// and shared reader of the kind in this process decodes a change once.
-	ch, err := i.store.Watch(ctx, bus.WatchOptions{AfterRevision: after, Buffer: informerBuffer, Shared: true, Progress: true})
+	i.mu.RLock()
+	serving := i.serving
+	i.mu.RUnlock()
+	ch, err := i.store.Watch(ctx, bus.WatchOptions{AfterRevision: after, Buffer: informerBuffer, Shared: true, Serving: serving, Progress: true})
 	if err != nil {
 		return err
 	}

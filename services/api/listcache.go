@@ -212,6 +212,7 @@ func (c *listCaches) informer(res *schemas.Resource, st *bus.Store, start bool) 
 		return nil
 	}
 	lc := &listCache{inf: reconcile.NewInformer(reconcile.KindOf(res), st, c.log), used: time.Now()}
+	lc.inf.SetServing() // its lists serve each object's JSON as encoded once
 	select {
 	case c.starts <- lc:
 		c.byRes[st] = lc
