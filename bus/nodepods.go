@@ -69,6 +69,9 @@ type NodePodChange struct {
 // before and after (Old nil: it was created; New nil: it is gone) and
 // the nodes they are bound to ("" for none; see kinds.BoundNode).
 type PodChange struct {
+	// Key is the pod's; "" takes it from Old or New. A reader that holds
+	// it already passes it, and the index's entries keep one copy.
+	Key              string
 	Old, New         *object.Object
 	OldNode, NewNode string
 	// Trace is the trace of the write that made the change.
@@ -82,12 +85,19 @@ type PodChange struct {
 func (c PodChange) IndexChanges(entries func(node string) bool) []NodePodChange {
 	var out []NodePodChange
 	if c.OldNode != "" && c.OldNode != c.NewNode {
-		out = append(out, NodePodChange{Node: c.OldNode, Key: c.Old.Key()})
+		out = append(out, NodePodChange{Node: c.OldNode, Key: c.key(c.Old)})
 	}
 	if c.NewNode != "" && entries(c.NewNode) && (c.NewNode != c.OldNode || !kinds.SameToAgent(c.Old, c.New)) {
-		out = append(out, NodePodChange{Node: c.NewNode, Key: c.New.Key(), Pod: c.New, Trace: c.Trace})
+		out = append(out, NodePodChange{Node: c.NewNode, Key: c.key(c.New), Pod: c.New, Trace: c.Trace})
 	}
 	return out
+}
+
+func (c PodChange) key(o *object.Object) string {
+	if c.Key != "" {
+		return c.Key
+	}
+	return o.Key()
 }
 
 // Publish writes changes to the index and waits until it has them all.

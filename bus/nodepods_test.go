@@ -68,4 +68,11 @@ func TestIndexChanges(t *testing.T) {
 			}
 		})
 	}
+	// A key the caller holds is the one its entries carry.
+	given := bus.PodChange{Key: "ns.given", Old: pod("a", "v1", "Running"), New: pod("b", "v1", ""), OldNode: "a", NewNode: "b"}
+	for _, c := range given.IndexChanges(all) {
+		if c.Key != "ns.given" {
+			t.Fatalf("entry for %s has key %q, want the one given", c.Node, c.Key)
+		}
+	}
 }

@@ -527,7 +527,7 @@ func (a *Agent) desire(ctx context.Context, ev bus.Event, earlier bool) {
 		w = nil
 	}
 	if w == nil {
-		w = newPodWorker(a, p, ev.Context(ctx))
+		w = newPodWorker(a, ev.Key, p, ev.Trace)
 		a.workers[ev.Key] = w
 		a.mu.Unlock()
 		w.start(ctx)

@@ -106,7 +106,7 @@ func unbound(value []byte) bool {
 // derive routes a pod's change to the nodes it concerns; bound holds the
 // last state of each pod bound to a node, by key.
 func (x *sharedIndex) derive(bound map[string]boundPod, ev bus.Event) {
-	c := bus.PodChange{Old: bound[ev.Key].pod, OldNode: bound[ev.Key].node, Trace: ev.Trace}
+	c := bus.PodChange{Key: ev.Key, Old: bound[ev.Key].pod, OldNode: bound[ev.Key].node, Trace: ev.Trace}
 	switch ev.Type {
 	case bus.Synced:
 		x.apply("", ev)

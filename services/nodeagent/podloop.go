@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/tracing"
 )
@@ -67,7 +68,7 @@ func (w *podWorker) signal(s signal) {
 // (a tracer's calls run deep, and a new goroutine's stack would grow for
 // them), and runs the pod until ctx ends or the pod is gone.
 func (w *podWorker) start(ctx context.Context) {
-	_, span := tracing.Tracer().Start(w.tctx, "start pod", trace.WithAttributes(
+	_, span := tracing.Tracer().Start(bus.WithSpan(ctx, w.trace), "start pod", trace.WithAttributes(
 		attribute.String("pod", w.key), attribute.String("node", w.a.cfg.NodeName)))
 	span.End()
 	l := &podLoop{ctx: ctx}
@@ -139,7 +140,7 @@ func (l *podLoop) step(w *podWorker, sig signal, pod *kinds.Pod) bool {
 		l.writes.returned()
 	}
 	if sig&(sigStatus|sigWritten) != 0 {
-		l.writes.start(trace.ContextWithSpanContext(l.ctx, trace.SpanContextFromContext(w.tctx)), w)
+		l.writes.start(bus.WithSpan(l.ctx, w.trace), w)
 	}
 	return true
 }

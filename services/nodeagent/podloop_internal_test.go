@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
@@ -122,7 +124,7 @@ func newSimulatedWorker(t *testing.T, ctx context.Context, name string) (*Agent,
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := newPodWorker(a, p, ctx)
+	w := newPodWorker(a, p.Key(), p, trace.SpanContext{})
 	a.workers[p.Key()] = w
 	return a, w, rec
 }

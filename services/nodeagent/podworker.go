@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/clock"
@@ -19,9 +20,12 @@ import (
 // writes its status, and on deletion stops the containers within the grace
 // period and then removes the pod.
 type podWorker struct {
-	a    *Agent
-	key  string
-	tctx context.Context // carries the trace of the pod's arrival
+	a   *Agent
+	key string
+	// trace is the trace of the pod's arrival: kept as a value, since a
+	// context carrying it took two allocations a pod, for a host's
+	// 100,000 pods.
+	trace trace.SpanContext
 
 	mu  sync.Mutex
 	pod *kinds.Pod
@@ -50,8 +54,10 @@ type podWorker struct {
 	done    chan struct{}
 }
 
-func newPodWorker(a *Agent, p *kinds.Pod, tctx context.Context) *podWorker {
-	return &podWorker{a: a, key: p.Key(), pod: p, stored: p.Object, storedStatus: &p.Status, tctx: tctx, done: make(chan struct{})}
+// newPodWorker makes the worker of pod p, found under key (the caller's
+// copy, so that one is kept).
+func newPodWorker(a *Agent, key string, p *kinds.Pod, sc trace.SpanContext) *podWorker {
+	return &podWorker{a: a, key: key, pod: p, stored: p.Object, storedStatus: &p.Status, trace: sc, done: make(chan struct{})}
 }
 
 func (w *podWorker) uid() string {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/testenv/poll"
@@ -45,7 +47,7 @@ func TestStatusWritesWriteTheLatestReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := newPodWorker(a, p, context.Background())
+	w := newPodWorker(a, p.Key(), p, trace.SpanContext{})
 	ended := make(chan struct{}, 1)
 	s := statusWrites{ended: func() { ended <- struct{}{} }}
 	ctx, cancel := context.WithCancel(context.Background())
