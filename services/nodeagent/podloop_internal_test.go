@@ -119,7 +119,8 @@ func newSimulatedWorker(t *testing.T, ctx context.Context, name string) (*Agent,
 	a := &Agent{cfg: Config{NodeName: "n1", Address: "127.0.0.1", Runtime: NewSimulated(0)}, log: slog.Default(),
 		write: rec, read: rec, workers: map[string]*podWorker{}}
 	o := &object.Object{APIVersion: "v1", Kind: "Pod", Metadata: object.Meta{Name: name, Namespace: "default", UID: "uid-" + name, ResourceVersion: "1"},
-		Spec: []byte(`{"containers":[{"name":"c","command":["sleep","infinity"]}],"nodeName":"n1"}`)}
+		Spec:   []byte(`{"containers":[{"name":"c","command":["sleep","infinity"]}],"nodeName":"n1"}`),
+		Status: []byte(`{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"True"}]}`)}
 	p, err := kinds.DecodePod(o)
 	if err != nil {
 		t.Fatal(err)
@@ -145,6 +146,12 @@ func TestIdlePodHoldsNoGoroutine(t *testing.T) {
 	if report != nil || decoded != nil || writer != nil || written != nil {
 		t.Fatalf("an idle pod holds its written report (%v), its status decoded (%v), its writer's context (%v) or the version written (%v)",
 			report != nil, decoded != nil, writer != nil, written != nil)
+	}
+	if st := w.podNow().Status; st.Phase != "" || len(st.Conditions) > 0 || w.loop.run.pod.Status.Phase != "" {
+		t.Fatalf("a started pod's worker or run holds the status it came with decoded: %+v", st)
+	}
+	if first := rec.writtenStatuses()[0]; object.FindCondition(first.Conditions, kinds.PodScheduled) == nil {
+		t.Fatalf("the first write lost the scheduler's condition it came with: %+v", first.Conditions)
 	}
 
 	// A report without conditions keeps those written before, read from

@@ -85,6 +85,20 @@ func (w *podWorker) update(p *kinds.Pod) {
 	w.signal(sigUpdate)
 }
 
+// withoutStatus returns p without its decoded status, and makes the
+// worker hold that instead of p unless it holds a later version. The
+// first status write reads what it keeps of p's (storedStatus), a later
+// one the stored version's.
+func (w *podWorker) withoutStatus(p *kinds.Pod) *kinds.Pod {
+	lean := &kinds.Pod{Object: p.Object, Spec: p.Spec}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.pod == p {
+		w.pod = lean
+	}
+	return lean
+}
+
 // later says whether o is later than the version held, or than the one
 // let go (which o may be, read again); w.mu is held.
 func (w *podWorker) later(o *object.Object) bool {
