@@ -7,7 +7,6 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/clock"
@@ -33,7 +32,7 @@ type PodIndex interface {
 type sharedIndex struct {
 	mu     sync.Mutex
 	synced bool
-	pods   map[string]map[string]indexed // node → pod key → latest
+	pods   map[string]map[string]*object.Object // node → pod key → latest
 	subs   map[string]*indexSub
 }
 
@@ -60,16 +59,7 @@ func (s *indexSub) send(ev bus.Event) {
 }
 
 func newSharedIndex() *sharedIndex {
-	return &sharedIndex{pods: map[string]map[string]indexed{}, subs: map[string]*indexSub{}}
-}
-
-// indexed is a pod's latest change routed to a node, as much of its
-// event as a node that starts watching is sent again: a whole event is
-// three times the size, and a host of 100,000 pods keeps one a pod.
-type indexed struct {
-	pod   *object.Object
-	rev   uint64
-	trace trace.SpanContext
+	return &sharedIndex{pods: map[string]map[string]*object.Object{}, subs: map[string]*indexSub{}}
 }
 
 // run follows every pod until ctx ends, watching again should its watch
@@ -153,9 +143,9 @@ func (x *sharedIndex) apply(node string, ev bus.Event) {
 	switch ev.Type {
 	case bus.Added, bus.Modified:
 		if x.pods[node] == nil {
-			x.pods[node] = map[string]indexed{}
+			x.pods[node] = map[string]*object.Object{}
 		}
-		x.pods[node][ev.Key] = indexed{pod: ev.Object, rev: ev.Revision, trace: ev.Trace}
+		x.pods[node][ev.Key] = ev.Object
 	case bus.Deleted:
 		delete(x.pods[node], ev.Key)
 	}
@@ -171,7 +161,7 @@ func (x *sharedIndex) reset() {
 		sub.end()
 		delete(x.subs, node)
 	}
-	x.pods, x.synced = map[string]map[string]indexed{}, false
+	x.pods, x.synced = map[string]map[string]*object.Object{}, false
 }
 
 // subBuffer is the room each node's watch has beyond its current set. An
@@ -191,8 +181,12 @@ func (x *sharedIndex) Watch(ctx context.Context, node string) (<-chan bus.Event,
 		old.end()
 	}
 	sub := &indexSub{ch: make(chan bus.Event, subBuffer+len(x.pods[node])), done: make(chan struct{})}
-	for key, p := range x.pods[node] {
-		sub.ch <- bus.Event{Type: bus.Added, Key: key, Object: p.pod, Revision: p.rev, Trace: p.trace}
+	// A node's set is sent as objects alone, at their revisions: the
+	// trace of each one's arrival is the first watch's (an event kept a
+	// pod was three times the size, and a host keeps 100,000).
+	for key, o := range x.pods[node] {
+		r, _ := bus.Revision(o.Metadata.ResourceVersion)
+		sub.ch <- bus.Event{Type: bus.Added, Key: key, Object: o, Revision: r}
 	}
 	if x.synced {
 		sub.ch <- bus.Event{Type: bus.Synced}
