@@ -156,7 +156,7 @@ func (w *podWorker) end() {
 	w.mu.Lock()
 	w.ended, w.active = true, false
 	w.mu.Unlock()
-	close(w.done)
+	w.done.Done()
 }
 
 // stop tells the worker its agent stops: the pod's containers keep

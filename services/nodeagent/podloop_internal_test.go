@@ -95,12 +95,16 @@ func (w *podWorker) podNow() *kinds.Pod {
 }
 
 func (w *podWorker) isEnded() bool {
-	select {
-	case <-w.done:
-		return true
-	default:
-		return false
-	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ended
+}
+
+// ended closes once the worker's loop has ended.
+func (w *podWorker) endedCh() <-chan struct{} {
+	ch := make(chan struct{})
+	go func() { defer close(ch); w.wait() }()
+	return ch
 }
 
 // simulatedWorker is a started worker of a pod on a simulated node.
@@ -184,7 +188,7 @@ func TestIdlePodHoldsNoGoroutine(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.update(p)
-	within(t, "the worker's end after the pod's deletion", w.done)
+	within(t, "the worker's end after the pod's deletion", w.endedCh())
 	rec.mu.Lock()
 	removed := append([]string(nil), rec.removed...)
 	rec.mu.Unlock()
@@ -219,7 +223,7 @@ func TestIdleWorkerEnds(t *testing.T) {
 			_, w, rec := simulatedWorker(t, ctx, "p2")
 			poll.Until(t, "the worker idle", 10*time.Second, func() bool { return len(rec.written()) == 1 && w.idle() })
 			tc.end(w, cancel)
-			within(t, "the worker's end", w.done)
+			within(t, "the worker's end", w.endedCh())
 			rec.mu.Lock()
 			defer rec.mu.Unlock()
 			if len(rec.removed) != 0 {
@@ -273,7 +277,7 @@ func TestWorkerSignalledAsItStarts(t *testing.T) {
 			}
 		}()
 		w.start(ctx)
-		within(t, "the worker's end", w.done)
+		within(t, "the worker's end", w.endedCh())
 		cancel()
 	}
 }

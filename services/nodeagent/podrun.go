@@ -2,6 +2,7 @@ package nodeagent
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/homeostat/homeostat/bus"
@@ -17,13 +18,14 @@ type podRun struct {
 	// sync signals the worker each sync period, when the pod needs
 	// syncing (nil otherwise); nextSync sets it again.
 	sync *time.Timer
-	// done closes when the runtime's Run returns.
-	done    chan struct{}
+	// run is the runtime's Run, once started (a wait group, not a
+	// channel: 16 bytes in place, not 96 more for each of a host's pods).
+	run     sync.WaitGroup
 	running bool
 }
 
 func newPodRun(w *podWorker, pod *kinds.Pod) *podRun {
-	r := &podRun{w: w, pod: pod, done: make(chan struct{})}
+	r := &podRun{w: w, pod: pod}
 	if needsConfig(pod.Spec) {
 		r.sync = time.AfterFunc(w.a.cfg.ConfigSync, func() { w.signal(sigSync) })
 	}
@@ -78,7 +80,7 @@ func (r *podRun) start(ctx context.Context) {
 	if a.cfg.Routes != nil {
 		p.pod = withEnv(p.pod, a.cfg.Routes.Env(ctx, r.pod.Metadata.Namespace))
 	}
-	go func() { defer close(r.done); a.cfg.Runtime.Run(ctx, p.pod, r.w.report) }()
+	r.run.Go(func() { a.cfg.Runtime.Run(ctx, p.pod, r.w.report) })
 	// The runtime has what it started from. The run and the worker keep
 	// the pod without the status it came with, which only a start reads
 	// (to adopt what runs): decoded, it was 20 MB of a host of 100,000.
@@ -86,11 +88,7 @@ func (r *podRun) start(ctx context.Context) {
 }
 
 // wait returns once the containers' Run has, if they ever started.
-func (r *podRun) wait() {
-	if r.running {
-		<-r.done
-	}
-}
+func (r *podRun) wait() { r.run.Wait() }
 
 // stopSync ends the syncs.
 func (r *podRun) stopSync() {

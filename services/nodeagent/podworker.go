@@ -51,13 +51,17 @@ type podWorker struct {
 	active  bool
 	ended   bool
 	loop    *podLoop
-	done    chan struct{}
+	// done is done once the loop has ended (a wait group for the same
+	// reason as podRun's).
+	done sync.WaitGroup
 }
 
 // newPodWorker makes the worker of pod p, found under key (the caller's
 // copy, so that one is kept).
 func newPodWorker(a *Agent, key string, p *kinds.Pod, sc trace.SpanContext) *podWorker {
-	return &podWorker{a: a, key: key, pod: p, stored: p.Object, storedStatus: &p.Status, trace: sc, done: make(chan struct{})}
+	w := &podWorker{a: a, key: key, pod: p, stored: p.Object, storedStatus: &p.Status, trace: sc}
+	w.done.Add(1)
+	return w
 }
 
 func (w *podWorker) uid() string {
@@ -110,7 +114,7 @@ func (w *podWorker) later(o *object.Object) bool {
 
 func (w *podWorker) remove() { w.signal(sigRemove) }
 
-func (w *podWorker) wait() { <-w.done }
+func (w *podWorker) wait() { w.done.Wait() }
 
 func rev(o *object.Object) uint64 {
 	if o == nil {
