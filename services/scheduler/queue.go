@@ -20,11 +20,35 @@ type queue struct {
 	attempts map[string]int
 	traces   map[string]trace.SpanContext
 	wake     chan struct{}
+	// most is the most pods held since the queue was last empty: a map
+	// keeps the room it grew to, and a queue that held 100,000 pods of a
+	// burst held 10 MB of empty maps once they were bound.
+	most int
 }
 
+// drainedRoom is how many pods a queue must have held to be made anew
+// once empty.
+const drainedRoom = 1024
+
 func newQueue() *queue {
-	return &queue{inActive: map[string]bool{}, parked: map[string]time.Time{}, attempts: map[string]int{},
-		traces: map[string]trace.SpanContext{}, wake: make(chan struct{}, 1)}
+	q := &queue{wake: make(chan struct{}, 1)}
+	q.empty()
+	return q
+}
+
+// empty makes the queue's maps anew; q.mu is held, or q is new.
+func (q *queue) empty() {
+	q.active, q.inActive, q.parked, q.attempts, q.traces = nil, map[string]bool{}, map[string]time.Time{}, map[string]int{}, map[string]trace.SpanContext{}
+	q.most = 0
+}
+
+// emptied makes the queue anew when it is empty after holding many pods;
+// q.mu is held.
+func (q *queue) emptied() {
+	q.most = max(q.most, len(q.inActive), len(q.traces), len(q.parked))
+	if q.most >= drainedRoom && len(q.active) == 0 && len(q.inActive) == 0 && len(q.parked) == 0 && len(q.attempts) == 0 && len(q.traces) == 0 {
+		q.empty()
+	}
 }
 
 func (q *queue) signal() {
@@ -61,6 +85,7 @@ func (q *queue) remove(key string) {
 	delete(q.attempts, key)
 	delete(q.traces, key)
 	// Left in active, it is skipped when popped.
+	q.emptied()
 }
 
 // park backs off an unschedulable pod.
@@ -99,6 +124,7 @@ func (q *queue) pop(ctx context.Context) (string, trace.SpanContext, bool) {
 			q.active = q.active[1:]
 			delete(q.inActive, k)
 			hdr := q.traces[k]
+			q.emptied()
 			q.mu.Unlock()
 			return k, hdr, true
 		}
