@@ -27,7 +27,8 @@ type ListOptions struct {
 	// Shared accepts items shared with the store's other shared readers
 	// (lists, watches, informers), which the caller must not change; in
 	// return each item's JSON comes too (ListResult.JSON), and a list
-	// decodes and encodes only the objects no shared reader has read.
+	// beside another shared reader decodes and encodes only the objects
+	// none has read.
 	Shared bool
 }
 

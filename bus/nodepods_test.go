@@ -70,7 +70,11 @@ func TestIndexChanges(t *testing.T) {
 	}
 	// A key the caller holds is the one its entries carry.
 	given := bus.PodChange{Key: "ns.given", Old: pod("a", "v1", "Running"), New: pod("b", "v1", ""), OldNode: "a", NewNode: "b"}
-	for _, c := range given.IndexChanges(all) {
+	changes := given.IndexChanges(all)
+	if len(changes) != 2 {
+		t.Fatalf("a move made %d changes, want 2", len(changes))
+	}
+	for _, c := range changes {
 		if c.Key != "ns.given" {
 			t.Fatalf("entry for %s has key %q, want the one given", c.Node, c.Key)
 		}

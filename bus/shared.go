@@ -86,6 +86,8 @@ func (d *decodedSets) of(bucket string) *sharedObjects {
 // holds the object weakly: the readers that keep it keep it alive, and
 // one that keeps less of it (an informer's SetKeep) lets the rest go.
 // A revision read again once nothing holds its object is decoded again.
+// One made for a single event while nothing is shared holds it as own,
+// for the event's JSON alone.
 type decoded struct {
 	rev uint64
 	obj weak.Pointer[object.Object]
@@ -96,7 +98,7 @@ type decoded struct {
 	json []byte
 }
 
-// object is the entry's object, nil once no reader holds it.
+// object is the entry's object, nil once no reader holds a shared one.
 func (d *decoded) object() *object.Object {
 	if d.own != nil {
 		return d.own

@@ -88,8 +88,9 @@ type WatchOptions struct {
 	Buffer int
 	// Shared accepts objects shared with the store's other shared readers
 	// (lists, watches and informers of the process), which the caller
-	// must not change: each change is then decoded once for them all, and
-	// Event.JSON serves its JSON, encoded once.
+	// must not change: while two or more read (or a Serving one), each
+	// change is decoded once for them all, and Event.JSON serves its
+	// JSON, encoded once.
 	Shared bool
 	// Serving marks a Shared watch whose reader serves its objects' JSON
 	// later (a cache that answers lists, with Store.PageOf): the store

@@ -458,8 +458,9 @@ func (i *Informer) watch(ctx context.Context, after uint64) error {
 		i.delivered, i.synced = 0, false
 		i.mu.Unlock()
 	}
-	// Shared: the cache hands out its objects unchanged, so every informer
-	// and shared reader of the kind in this process decodes a change once.
+	// Shared: the cache hands out its objects unchanged, so the informers
+	// and shared readers of the kind in this process decode a change once
+	// between them while two or more read.
 	i.mu.RLock()
 	serving := i.serving
 	i.mu.RUnlock()

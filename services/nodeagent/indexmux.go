@@ -181,9 +181,10 @@ func (x *sharedIndex) Watch(ctx context.Context, node string) (<-chan bus.Event,
 		old.end()
 	}
 	sub := &indexSub{ch: make(chan bus.Event, subBuffer+len(x.pods[node])), done: make(chan struct{})}
-	// A node's set is sent as objects alone, at their revisions: the
-	// trace of each one's arrival is the first watch's (an event kept a
-	// pod was three times the size, and a host keeps 100,000).
+	// A node's set is sent as objects alone, at their revisions, with
+	// no trace: a pod that has not started yet starts a trace of its own
+	// (an event kept a pod was three times the size, and a host keeps
+	// 100,000).
 	for key, o := range x.pods[node] {
 		r, _ := bus.Revision(o.Metadata.ResourceVersion)
 		sub.ch <- bus.Event{Type: bus.Added, Key: key, Object: o, Revision: r}

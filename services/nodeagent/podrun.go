@@ -18,9 +18,10 @@ type podRun struct {
 	// sync signals the worker each sync period, when the pod needs
 	// syncing (nil otherwise); nextSync sets it again.
 	sync *time.Timer
-	// run is the runtime's Run, once started (a wait group, not a
-	// channel: 16 bytes in place, not 96 more for each of a host's pods).
-	run     sync.WaitGroup
+	// exited is done when the runtime's Run, once started, returns (a
+	// wait group, not a channel: 16 bytes in place, not 96 more for each
+	// of a host's pods).
+	exited  sync.WaitGroup
 	running bool
 }
 
@@ -80,15 +81,16 @@ func (r *podRun) start(ctx context.Context) {
 	if a.cfg.Routes != nil {
 		p.pod = withEnv(p.pod, a.cfg.Routes.Env(ctx, r.pod.Metadata.Namespace))
 	}
-	r.run.Go(func() { a.cfg.Runtime.Run(ctx, p.pod, r.w.report) })
+	r.exited.Go(func() { a.cfg.Runtime.Run(ctx, p.pod, r.w.report) })
 	// The runtime has what it started from. The run and the worker keep
 	// the pod without the status it came with, which only a start reads
-	// (to adopt what runs): decoded, it was 20 MB of a host of 100,000.
+	// (to adopt what runs), and the first write through storedStatus
+	// until it is made: decoded, it was 20 MB of a host of 100,000.
 	r.pod = r.w.withoutStatus(r.pod)
 }
 
 // wait returns once the containers' Run has, if they ever started.
-func (r *podRun) wait() { r.run.Wait() }
+func (r *podRun) wait() { r.exited.Wait() }
 
 // stopSync ends the syncs.
 func (r *podRun) stopSync() {

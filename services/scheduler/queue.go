@@ -42,9 +42,9 @@ func (q *queue) empty() {
 	q.most = 0
 }
 
-// emptied makes the queue anew when it is empty after holding many pods;
+// renewIfDrained makes the queue anew when it is empty after holding many pods;
 // q.mu is held.
-func (q *queue) emptied() {
+func (q *queue) renewIfDrained() {
 	q.most = max(q.most, len(q.inActive), len(q.traces), len(q.parked))
 	if q.most >= drainedRoom && len(q.active) == 0 && len(q.inActive) == 0 && len(q.parked) == 0 && len(q.attempts) == 0 && len(q.traces) == 0 {
 		q.empty()
@@ -85,7 +85,7 @@ func (q *queue) remove(key string) {
 	delete(q.attempts, key)
 	delete(q.traces, key)
 	// Left in active, it is skipped when popped.
-	q.emptied()
+	q.renewIfDrained()
 }
 
 // park backs off an unschedulable pod.
@@ -124,7 +124,7 @@ func (q *queue) pop(ctx context.Context) (string, trace.SpanContext, bool) {
 			q.active = q.active[1:]
 			delete(q.inActive, k)
 			hdr := q.traces[k]
-			q.emptied()
+			q.renewIfDrained()
 			q.mu.Unlock()
 			return k, hdr, true
 		}
