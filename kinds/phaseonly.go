@@ -21,6 +21,17 @@ var phaseStatuses = func() map[string]stdjson.RawMessage {
 	return m
 }()
 
+// knownPhase is phase as this package's constant when it names one, so
+// that a cache holds no copy of it for each pod.
+func knownPhase(phase string) string {
+	for _, p := range [...]string{PodRunning, PodPending, PodSucceeded, PodFailed, PodUnknown} {
+		if phase == p {
+			return p
+		}
+	}
+	return phase
+}
+
 // PhaseOnly is what a cache keeps of a pod whose readers need no more of
 // its status than its phase (the scheduler, of a bound pod, with
 // PodPhaseAfter): a copy of o whose status is its phase alone. An agent's

@@ -410,14 +410,16 @@ func PodOrNil(o *object.Object) any {
 // pod's owners read: its phase, reason and addresses, its Ready
 // condition alone (readyOnly), and the statuses of the containers that
 // restarted, were given ports or ended (ownersContainers); not its host,
-// its start or its init containers.
+// its start or its init containers. Equal Ready conditions are one list
+// (object.ShareConditions), and a phase this package names its constant.
 func PodAfter(o, old *object.Object, oldValue any) any {
 	p := specAfter(o, old, oldValue)
 	if p == nil || o.DecodeStatus(&p.Status) != nil {
 		return nil
 	}
 	st := &p.Status
-	st.Conditions = readyOnly(st.Conditions)
+	st.Phase = knownPhase(st.Phase)
+	st.Conditions = object.ShareConditions(readyOnly(st.Conditions))
 	st.ContainerStatuses = ownersContainers(st.ContainerStatuses)
 	st.HostIP, st.StartTime, st.InitContainerStatuses = "", nil, nil
 	return p
@@ -492,7 +494,7 @@ func PodPhaseAfter(o, old *object.Object, oldValue any) any {
 	if !ok {
 		return nil
 	}
-	p.Status.Phase = phase
+	p.Status.Phase = knownPhase(phase)
 	return p
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/homeostat/homeostat/kinds"
 	"github.com/homeostat/homeostat/object"
@@ -286,5 +287,37 @@ func TestPodAfterKeepsWhatOwnersRead(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Pods whose Ready conditions are alike hold one list of them, and a
+// phase this package names is its constant, in the controllers' cache
+// (PodAfter) and the scheduler's (PodPhaseAfter) alike: neither is a
+// copy a pod.
+func TestPodAfterSharesReadyAndPhase(t *testing.T) {
+	pod := func(ready string) *object.Object {
+		return &object.Object{APIVersion: "v1", Kind: "Pod", Spec: json.RawMessage(`{"nodeName":"n","containers":[{"name":"a"}]}`),
+			Status: json.RawMessage(`{"phase":"Running","conditions":[{"type":"PodScheduled","status":"True"},` +
+				`{"type":"Ready","status":"` + ready + `","lastTransitionTime":"2026-11-29T09:00:00Z"}]}`)}
+	}
+	decode := func(fn func(o, old *object.Object, oldValue any) any, o *object.Object) *kinds.Pod {
+		t.Helper()
+		p, ok := fn(o, nil, nil).(*kinds.Pod)
+		if !ok {
+			t.Fatal("the pod did not decode")
+		}
+		return p
+	}
+	a, b, other := decode(kinds.PodAfter, pod("True")), decode(kinds.PodAfter, pod("True")), decode(kinds.PodAfter, pod("False"))
+	if len(a.Status.Conditions) != 1 || unsafe.SliceData(a.Status.Conditions) != unsafe.SliceData(b.Status.Conditions) {
+		t.Fatalf("alike Ready conditions are two lists: %+v, %+v", a.Status.Conditions, b.Status.Conditions)
+	}
+	if other.Status.Conditions[0].Status != object.ConditionFalse {
+		t.Fatalf("an unlike pod was given %+v", other.Status.Conditions)
+	}
+	for name, p := range map[string]*kinds.Pod{"PodAfter": a, "PodPhaseAfter": decode(kinds.PodPhaseAfter, pod("True"))} {
+		if p.Status.Phase != kinds.PodRunning || unsafe.StringData(p.Status.Phase) != unsafe.StringData(kinds.PodRunning) {
+			t.Fatalf("%s: phase %q is a copy", name, p.Status.Phase)
+		}
 	}
 }
