@@ -56,17 +56,24 @@ func shareOwnerRefs(refs []OwnerReference) []OwnerReference {
 		return refs
 	}
 	var buf [256]byte
-	key := refsKey(buf[:0], refs)
-	t := ownerRefs.shard(key)
+	return shareList(ownerRefs, refsKey(buf[:0], refs), refs, refBytes)
+}
+
+// shareList returns the list kept in s under key, keeping list (which
+// the caller gives up) when none is, with no room to grow: an append to
+// a shared list copies it. each is about what an element takes beyond
+// its strings, which the key holds.
+func shareList[E any](s *internShards[[]E], key []byte, list []E, each int) []E {
+	t := s.shard(key)
 	if len(key) > t.maxValue {
-		return refs
+		return list
 	}
 	if kept, ok := t.kept(key); ok {
 		return kept
 	}
-	refs = refs[:len(refs):len(refs)]
-	t.keepCosting(string(key), refs, len(key)+len(refs)*refBytes)
-	return refs
+	list = list[:len(list):len(list)]
+	t.keepCosting(string(key), list, len(key)+len(list)*each)
+	return list
 }
 
 // refBytes is about what an owner reference takes beyond its strings:

@@ -32,16 +32,7 @@ func ShareConditions(conds []Condition) []Condition {
 	for i := range conds {
 		key = conditionKey(key, &conds[i])
 	}
-	t := conditionLists.shard(key)
-	if len(key) > t.maxValue {
-		return conds
-	}
-	if kept, ok := t.kept(key); ok {
-		return kept
-	}
-	conds = conds[:len(conds):len(conds)]
-	t.keepCosting(string(key), conds, len(key)+len(conds)*conditionBytes)
-	return conds
+	return shareList(conditionLists, key, conds, conditionBytes)
 }
 
 // conditionKey appends c's fields to b, strings preceded by their
