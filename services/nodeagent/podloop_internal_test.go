@@ -100,7 +100,7 @@ func (w *podWorker) isEnded() bool {
 	return w.ended
 }
 
-// ended closes once the worker's loop has ended.
+// endedCh closes once the worker's loop has ended.
 func (w *podWorker) endedCh() <-chan struct{} {
 	ch := make(chan struct{})
 	go func() { defer close(ch); w.wait() }()

@@ -42,8 +42,8 @@ func (q *queue) empty() {
 	q.most = 0
 }
 
-// renewIfDrained makes the queue anew when it is empty after holding many pods;
-// q.mu is held.
+// renewIfDrained makes the queue anew when it is empty after holding
+// many pods; q.mu is held.
 func (q *queue) renewIfDrained() {
 	q.most = max(q.most, len(q.inActive), len(q.traces), len(q.parked))
 	if q.most >= drainedRoom && len(q.active) == 0 && len(q.inActive) == 0 && len(q.parked) == 0 && len(q.attempts) == 0 && len(q.traces) == 0 {
