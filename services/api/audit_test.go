@@ -100,6 +100,13 @@ func TestAuditRecordsEveryWrite(t *testing.T) {
 				if e.User.Username != "admin" || e.ImpersonatedUser == nil || e.ImpersonatedUser.Username != "alice" || e.ObjectRef.Name != "p-00" {
 					errorf("impersonated delete recorded as %+v", e)
 				}
+			case e.ResponseStatus.Code == 403 && e.User.Username == "alice" && e.Verb == "list":
+				// Refused while the test waited for alice's binding to
+				// take effect: recorded, as every refusal is, whether
+				// the wait saw one or not.
+				if e.Annotations[audit.AnnotationDecision] != "forbid" {
+					errorf("refusal of alice's wait recorded as %+v", e)
+				}
 			case e.ResponseStatus.Code == 403:
 				refused++
 				if e.User.Username != "bob" || e.Annotations[audit.AnnotationDecision] != "forbid" {
