@@ -133,11 +133,11 @@ type Config struct {
 	// the store (kinds.AnnotationPodIndex), so that the scheduler writes
 	// it no index entries: only for an Index that does.
 	DerivesPods bool
-	// Pace, when set, runs each pod write, from the reading of what it
-	// writes over to the answer, and waits for it (agents of one process
-	// may share a bounded set of workers); an error says fn did not run
-	// because ctx ended. The pod's own goroutine makes it when nil.
-	Pace func(ctx context.Context, fn func()) error
+	// Pace, when set, queues each pod write, from the reading of what it
+	// writes over to the answer, for one of a bounded set of workers that
+	// agents of one process may share, and returns at once. Without it
+	// each write runs on a goroutine of its own.
+	Pace func(fn func())
 }
 
 // Agent is one node's agent.
@@ -218,13 +218,26 @@ func New(cfg Config) (*Agent, error) {
 	return &Agent{cfg: cfg, log: log.With("node", cfg.NodeName), workers: map[string]*podWorker{}}, nil
 }
 
-// paced runs fn through the agent's Pace, if it has one.
-func (a *Agent) paced(ctx context.Context, fn func()) error {
+// goPaced runs fn through the agent's Pace, or on a goroutine of its own
+// without one, and returns at once.
+func (a *Agent) goPaced(fn func()) {
+	if a.cfg.Pace == nil {
+		go fn()
+		return
+	}
+	a.cfg.Pace(fn)
+}
+
+// paced runs fn through the agent's Pace, if it has one, and returns
+// once fn has.
+func (a *Agent) paced(fn func()) {
 	if a.cfg.Pace == nil {
 		fn()
-		return nil
+		return
 	}
-	return a.cfg.Pace(ctx, fn)
+	done := make(chan struct{})
+	a.cfg.Pace(func() { defer close(done); fn() })
+	<-done
 }
 
 // Run registers the node and runs its pods until ctx ends. Pods keep

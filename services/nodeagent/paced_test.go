@@ -2,7 +2,6 @@ package nodeagent
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -30,43 +29,58 @@ func (h *held) hold() {
 	h.inFlight.Add(-1)
 }
 
-// A host's writes wait for a worker: no more than the workers are in
-// flight, the rest go through as workers free, and a write whose context
-// ends while it waits gives up without running.
+// A host's writes are queued for its workers: no more than the workers
+// are in flight, the rest run in the order they came as workers free,
+// and none is lost to the host's stop: those queued before it still run
+// on the workers, those queued after on goroutines of their own.
 func TestPacerBoundsWritesInFlight(t *testing.T) {
 	h := &held{release: make(chan struct{})}
 	host, stop := context.WithCancel(context.Background())
-	var workers sync.WaitGroup
-	defer workers.Wait()
 	defer stop()
+	var workers sync.WaitGroup
 	p := startPacer(host, &workers, 2)
-	var ran atomic.Int32
-	done := make(chan error, 5)
-	for range 5 {
-		go func() { done <- p.run(context.Background(), func() { h.hold(); ran.Add(1) }) }()
+	var mu sync.Mutex
+	var started []int
+	ran := make(chan struct{}, 6)
+	for i := range 6 {
+		p.Go(func() {
+			mu.Lock()
+			started = append(started, i)
+			mu.Unlock()
+			h.hold()
+			ran <- struct{}{}
+		})
 	}
-	poll.Until(t, "two writes in flight", 10*time.Second, func() bool { return h.inFlight.Load() == 2 })
-	ctx, cancel := context.WithCancel(context.Background())
-	waited := make(chan error, 1)
-	go func() {
-		waited <- p.run(ctx, func() { t.Error("a write whose context ended before a worker took it ran") })
-	}()
-	cancel()
-	if err := <-waited; !errors.Is(err, context.Canceled) {
-		t.Fatalf("a write whose context ended while it waited: %v", err)
-	}
-	for range 5 {
-		h.release <- struct{}{}
-	}
-	for range 5 {
-		if err := <-done; err != nil {
-			t.Fatal(err)
+	// Each release frees one worker, which takes the oldest queued once
+	// the other has. The host stops with two writes still queued.
+	for i := range 6 {
+		if i < 5 {
+			poll.Until(t, "two writes in flight", 10*time.Second, func() bool { return h.inFlight.Load() == 2 })
 		}
+		if i == 2 {
+			stop()
+		}
+		select {
+		case h.release <- struct{}{}:
+			<-ran
+		case <-time.After(10 * time.Second):
+			t.Fatalf("write %d of 6 never ran", i+1)
+		}
+	}
+	workers.Wait()
+	after := make(chan struct{})
+	p.Go(func() { close(after) })
+	select {
+	case <-after:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a write queued after the stop never ran")
 	}
 	if m := h.most.Load(); m != 2 {
 		t.Fatalf("%d writes were in flight at once, want 2", m)
 	}
-	if n := ran.Load(); n != 5 {
-		t.Fatalf("%d writes ran, want 5", n)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(started) != 6 || started[0]+started[1] != 1 || started[2] != 2 || started[3] != 3 || started[4] != 4 || started[5] != 5 {
+		t.Fatalf("writes started in the order %v, want the oldest queued first", started)
 	}
 }

@@ -161,9 +161,7 @@ func (w *podWorker) removeObject(ctx context.Context, key, uid string) {
 		backoff.WithMaxInterval(5*time.Second), backoff.WithMaxElapsedTime(0))
 	for {
 		var err error
-		if perr := w.a.paced(sctx, func() { err = w.a.write.Remove(sctx, key, uid) }); perr != nil {
-			err = perr
-		}
+		w.a.paced(func() { err = w.a.write.Remove(sctx, key, uid) })
 		switch {
 		case err == nil, errors.Is(err, bus.ErrNotFound), errors.Is(err, bus.ErrConflict):
 			return
@@ -194,10 +192,11 @@ func (w *podWorker) report(st kinds.PodStatus) {
 	w.signal(sigStatus)
 }
 
-// statusWrites runs a pod's status writer, one at a time, on a goroutine
-// that lives while there is a reported status to write: an idle pod holds
-// no goroutine for its status, where a host of 100,000 simulated pods held
-// as many, waiting. Only the worker's loop calls it.
+// statusWrites runs a pod's status writer, one at a time, while there is
+// a reported status to write, through the agent's Pace (on a goroutine of
+// its own without one): an idle pod holds no goroutine for its status,
+// where a host of 100,000 simulated pods held as many, waiting. Only the
+// worker's loop calls it.
 type statusWrites struct {
 	running bool
 	ended   func() // called as the writer returns; it must not wait
@@ -215,7 +214,9 @@ func (s *statusWrites) start(ctx context.Context, w *podWorker) {
 	s.running = true
 	ctx, cancel := context.WithCancel(ctx)
 	s.cancel = cancel
-	s.wg.Go(func() {
+	s.wg.Add(1)
+	w.a.goPaced(func() {
+		defer s.wg.Done()
 		defer cancel()
 		for ctx.Err() == nil && w.takeUnwritten() {
 			w.writeReported(ctx)
@@ -254,14 +255,13 @@ func (w *podWorker) takeUnwritten() bool {
 }
 
 // writeReported writes the latest reported status, by compare-and-swap.
+// Paced, its waits after an error hold a worker of the host's: while the
+// bus fails, the host's writes slow down with it.
 func (w *podWorker) writeReported(ctx context.Context) {
 	// Conflicts are tried five times; an unavailable bus or relay until it
 	// answers, since a status not written now may never be reported again.
 	for attempt := 0; attempt < 5 && ctx.Err() == nil; attempt++ {
-		var err error
-		if perr := w.a.paced(ctx, func() { err = w.writeStatus(ctx) }); perr != nil {
-			return
-		}
+		err := w.writeStatus(ctx)
 		if err == nil || errors.Is(err, bus.ErrNotFound) {
 			break
 		}

@@ -159,7 +159,7 @@ func RunSimulated(ctx context.Context, cfg SimConfig) error {
 			Bus: cfg.Bus, Logger: cfg.Logger, NodeName: name, Identity: identity,
 			Runtime: NewSimulated(cfg.Delay), Capacity: cfg.Capacity,
 			Labels:         map[string]string{"homeostat.io/simulated": "true"},
-			HeartbeatEvery: cfg.HeartbeatEvery, Grace: cfg.Grace, Fields: fields, Index: shared, DerivesPods: true, Pace: writes.run,
+			HeartbeatEvery: cfg.HeartbeatEvery, Grace: cfg.Grace, Fields: fields, Index: shared, DerivesPods: true, Pace: writes.Go,
 		})
 		if err != nil {
 			return err
@@ -183,55 +183,4 @@ func RunSimulated(ctx context.Context, cfg SimConfig) error {
 	wg.Wait()
 	close(errs)
 	return <-errs
-}
-
-// hostWrites bounds the pod writes a host of simulated nodes has in flight.
-const hostWrites = 256
-
-// pacer holds a host's pod writes to a number in flight, made by as many
-// long-lived workers. Its simulated pods do not outlive it, so on start
-// every node runs its pods again and writes their status: 100,000 writes
-// sent at once timed out against the bus, and took the nodes' heartbeats
-// and everyone's reads with them. Heartbeats do not pass through it. The
-// workers, not the pods' goroutines, make the whole write, from decoding
-// and encoding the status to the answer: that runs deep, and tens of
-// thousands of mostly idle pod goroutines grew their stacks for it, to
-// have them shrunk again by the next collection (a third of the host's
-// CPU went to allocating, copying and scanning stacks); the busy workers
-// keep theirs.
-type pacer struct {
-	jobs chan func()
-}
-
-// startPacer starts n workers, which end with ctx.
-func startPacer(ctx context.Context, wg *sync.WaitGroup, n int) pacer {
-	p := pacer{jobs: make(chan func())}
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case job := <-p.jobs:
-					job()
-				case <-ctx.Done():
-					return
-				}
-			}
-		}()
-	}
-	return p
-}
-
-// run has a worker call fn and waits until it has; a write whose context
-// ends while it waits for a worker gives up.
-func (p pacer) run(ctx context.Context, fn func()) error {
-	done := make(chan struct{})
-	select {
-	case p.jobs <- func() { defer close(done); fn() }:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	<-done
-	return nil
 }
