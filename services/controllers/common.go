@@ -80,21 +80,46 @@ func templateHash(t kinds.PodTemplate) string {
 
 // podFromTemplate builds a pod a controller owns.
 func podFromTemplate(owner *object.Object, t kinds.PodTemplate, ns, name string, extraLabels map[string]string) (*object.Object, error) {
+	m, err := newPodMaker(owner, t, ns, extraLabels)
+	if err != nil {
+		return nil, err
+	}
+	return m.pod(name), nil
+}
+
+// podMaker builds the pods a controller owns from one template, whose
+// spec it encodes once for all of them: encoding it for each pod was most
+// of the cost of making a large ReplicaSet's pods.
+type podMaker struct {
+	owner       *object.Object
+	ns          string
+	labels      map[string]string
+	annotations map[string]string
+	spec        []byte
+}
+
+func newPodMaker(owner *object.Object, t kinds.PodTemplate, ns string, extraLabels map[string]string) (*podMaker, error) {
 	labels := map[string]string{}
-	for k, v := range t.Metadata.Labels {
-		labels[k] = v
+	maps.Copy(labels, t.Metadata.Labels)
+	maps.Copy(labels, extraLabels)
+	var enc object.Object
+	if err := enc.SetSpec(t.Spec); err != nil {
+		return nil, err
 	}
-	for k, v := range extraLabels {
-		labels[k] = v
-	}
-	p := &object.Object{
+	return &podMaker{owner: owner, ns: ns, labels: labels, annotations: t.Metadata.Annotations, spec: enc.Spec}, nil
+}
+
+// pod is the pod named name. Its spec is the maker's encoding, shared:
+// encoded specs are never changed in place.
+func (m *podMaker) pod(name string) *object.Object {
+	return &object.Object{
 		APIVersion: "v1", Kind: "Pod",
 		Metadata: object.Meta{
-			Name: name, Namespace: ns, Labels: labels, Annotations: t.Metadata.Annotations,
-			OwnerReferences: []object.OwnerReference{object.NewControllerRef(owner)},
+			Name: name, Namespace: m.ns, Labels: maps.Clone(m.labels), Annotations: m.annotations,
+			OwnerReferences: []object.OwnerReference{object.NewControllerRef(m.owner)},
 		},
+		Spec: m.spec,
 	}
-	return p, p.SetSpec(t.Spec)
 }
 
 // createIfAbsent creates o; an existing object of that name is not an error,

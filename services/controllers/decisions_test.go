@@ -307,3 +307,58 @@ func TestCreateBatches(t *testing.T) {
 		}
 	}
 }
+
+// A ReplicaSet's free slots are handed out lowest first, skipping those
+// taken, as many as each batch asks for; each pod has its own labels and
+// the template's spec as a pod built alone has it.
+func TestFreeSlotsInOrder(t *testing.T) {
+	rs := &object.Object{APIVersion: "apps/v1", Kind: "ReplicaSet", Metadata: object.Meta{Name: "web", Namespace: "default", UID: "u1"}}
+	tmpl := kinds.PodTemplate{Metadata: kinds.TemplateMeta{Labels: map[string]string{"app": "web"}},
+		Spec: kinds.PodSpec{Containers: kinds.Containers{{Name: "c", Image: "img"}}}}
+	maker, err := newPodMaker(rs, tmpl, "default", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(pods []*object.Object) []string {
+		var out []string
+		for _, p := range pods {
+			out = append(out, p.Metadata.Name)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		want  int32
+		taken []string
+		takes []int
+		got   [][]string
+	}{
+		{"none taken", 5, nil, []int{2, 2, 2}, [][]string{{"web-0", "web-1"}, {"web-2", "web-3"}, {"web-4"}}},
+		{"gaps", 6, []string{"web-0", "web-2", "web-3"}, []int{2, 2}, [][]string{{"web-1", "web-4"}, {"web-5"}}},
+		{"taken outside the slots", 2, []string{"web-7"}, []int{5}, [][]string{{"web-0", "web-1"}}},
+		{"all taken", 2, []string{"web-0", "web-1"}, []int{1}, [][]string{nil}},
+	} {
+		taken := map[string]bool{}
+		for _, n := range tc.taken {
+			taken[n] = true
+		}
+		free := &freeSlots{rs: "web", want: tc.want, taken: taken, maker: maker}
+		for i, n := range tc.takes {
+			if got := names(free.take(n)); !slices.Equal(got, tc.got[i]) {
+				t.Errorf("%s: take %d of %d = %v, want %v", tc.name, i+1, len(tc.takes), got, tc.got[i])
+			}
+		}
+	}
+	alone, err := podFromTemplate(rs, tmpl, "default", "web-0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := (&freeSlots{rs: "web", want: 2, taken: map[string]bool{}, maker: maker}).take(2)
+	if string(pods[0].Spec) != string(alone.Spec) || pods[0].Metadata.Labels["app"] != "web" {
+		t.Fatalf("a slot's pod has spec %s and labels %v, want %s and app=web", pods[0].Spec, pods[0].Metadata.Labels, alone.Spec)
+	}
+	pods[0].Metadata.Labels["x"] = "y"
+	if _, shared := pods[1].Metadata.Labels["x"]; shared {
+		t.Fatal("two slots' pods share one map of labels")
+	}
+}

@@ -89,22 +89,14 @@ func (c *replicaSets) manage(ctx context.Context, o *object.Object, spec kinds.R
 	diff := int(want) - len(active)
 	switch {
 	case diff > 0:
+		maker, err := newPodMaker(o, spec.Template, o.Metadata.Namespace, nil)
+		if err != nil {
+			return pass, err
+		}
 		// Built only here: most passes of a large ReplicaSet create
 		// nothing, and a map of every pod's name was a tenth of their CPU.
-		taken := podNames(pods)
-		var toCreate []*object.Object
-		for i := int32(0); i < want && len(toCreate) < diff; i++ {
-			name := slotName(o.Metadata.Name, i)
-			if taken[name] {
-				continue
-			}
-			pod, err := podFromTemplate(o, spec.Template, o.Metadata.Namespace, name, nil)
-			if err != nil {
-				return pass, err
-			}
-			toCreate = append(toCreate, pod)
-		}
-		errs = append(errs, c.createPods(ctx, o, toCreate, pass.made))
+		free := &freeSlots{rs: o.Metadata.Name, want: want, taken: podNames(pods), maker: maker}
+		errs = append(errs, c.createPods(ctx, o, diff, free, pass.made))
 	case diff < 0:
 		for _, p := range deletionOrder(active, o.Metadata.Name, want)[:-diff] {
 			if err := deleteFenced(ctx, c.pods.Store(), p.Object, gen); err != nil {
@@ -140,15 +132,41 @@ func createBatches(n int) []int {
 	return sizes
 }
 
-// createPods creates pods in batches (createBatches), and stops at the
-// first batch with a failure. Each is created on the authority of the
-// ReplicaSet's generation, so that a slot fenced since (by a later
-// generation) refuses it; a refusal means this pass is stale, and the
-// retry sees the newer spec.
-func (c *replicaSets) createPods(ctx context.Context, o *object.Object, pods []*object.Object, taken map[string]bool) error {
+// freeSlots hands out the pods of a ReplicaSet's free slots below want,
+// in slot order, as many at a time as asked: each batch's pods are built
+// as it is created, since a ReplicaSet of 100,000 held every pod it was
+// about to create, about 100 MB, until the last was.
+type freeSlots struct {
+	rs         string
+	want, next int32
+	taken      map[string]bool
+	maker      *podMaker
+}
+
+// take is the pods of the next n free slots, fewer when fewer are left.
+func (f *freeSlots) take(n int) []*object.Object {
+	var out []*object.Object
+	for ; f.next < f.want && len(out) < n; f.next++ {
+		if name := slotName(f.rs, f.next); !f.taken[name] {
+			out = append(out, f.maker.pod(name))
+		}
+	}
+	return out
+}
+
+// createPods creates the pods of n free slots in batches (createBatches),
+// and stops at the first batch with a failure. Each is created on the
+// authority of the ReplicaSet's generation, so that a slot fenced since
+// (by a later generation) refuses it; a refusal means this pass is stale,
+// and the retry sees the newer spec.
+func (c *replicaSets) createPods(ctx context.Context, o *object.Object, n int, free *freeSlots, taken map[string]bool) error {
 	opts := bus.CreateOptions{Authority: &bus.Authority{Owner: o.Metadata.UID, Generation: o.Metadata.Generation}}
-	for _, n := range createBatches(len(pods)) {
-		_, errs := c.pods.Store().CreateMany(ctx, pods[:n], opts)
+	for _, size := range createBatches(n) {
+		pods := free.take(size)
+		if len(pods) == 0 {
+			return nil
+		}
+		_, errs := c.pods.Store().CreateMany(ctx, pods, opts)
 		lastMade := ""
 		var failed error
 		for i, err := range errs {
@@ -172,7 +190,6 @@ func (c *replicaSets) createPods(ctx context.Context, o *object.Object, pods []*
 		if failed != nil {
 			return failed
 		}
-		pods = pods[n:]
 	}
 	return nil
 }
