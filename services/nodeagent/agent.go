@@ -301,11 +301,10 @@ func (a *Agent) run(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wg.Add(2)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	go func() { defer wg.Done(); a.heartbeat(ctx, leases, lease, cancel) }()
-	go func() { defer wg.Done(); a.resync(ctx) }()
+	a.heartbeat(ctx, &wg, &beater{a: a, leases: leases, lease: lease, stop: cancel})
+	wg.Go(func() { a.resync(ctx) })
 	err = a.watch(ctx, survivors)
 	if cause := context.Cause(ctx); errors.Is(cause, ErrNodeTaken) {
 		err = cause

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/homeostat/homeostat/bus"
@@ -26,38 +27,76 @@ var ErrNodeTaken = errors.New("node name taken")
 
 func (a *Agent) leaseKey() string { return bus.NodeLeaseKey(a.cfg.NodeName) }
 
-// heartbeat renews the node's lease. Should another agent take the node
-// name (ours lapsed while we were cut off), this agent stops rather than
-// run pods alongside it.
-func (a *Agent) heartbeat(ctx context.Context, leases Heartbeats, lease *bus.Lease, stop context.CancelCauseFunc) {
-	t := time.NewTicker(a.cfg.HeartbeatEvery)
-	defer t.Stop()
-	lastStatus := time.Now() // register wrote it
-	a.showHeartbeat(ctx, &lastStatus)
-	for {
-		select {
-		case <-ctx.Done():
+// heartbeat renews the node's lease every HeartbeatEvery until ctx ends,
+// wg counting it until a renewal under way then has returned. Should
+// another agent take the node name (ours lapsed while we were cut off),
+// this agent stops rather than run pods alongside it. Between renewals it
+// holds a timer, not a goroutine: a host of 5,000 simulated nodes held as
+// many goroutines waiting on tickers, with stacks grown by the renewals.
+func (a *Agent) heartbeat(ctx context.Context, wg *sync.WaitGroup, b *beater) {
+	b.lastStatus = time.Now() // register wrote it
+	a.showHeartbeat(ctx, &b.lastStatus)
+	// One count in wg, held by the timer while it waits and by the
+	// renewal while it runs; the mutex orders a renewal's end against
+	// the stop, so that exactly one of them lets it go.
+	var mu sync.Mutex
+	stopped := false
+	wg.Add(1)
+	var t *time.Timer
+	t = time.AfterFunc(a.cfg.HeartbeatEvery, func() {
+		start := time.Now()
+		more := ctx.Err() == nil && b.beat(ctx)
+		mu.Lock()
+		defer mu.Unlock()
+		if !more || stopped {
+			wg.Done()
 			return
-		case <-t.C:
 		}
-		next, err := leases.Renew(ctx, lease, a.cfg.Grace)
-		if errors.Is(err, bus.ErrConflict) {
-			next, err = leases.Acquire(ctx, a.leaseKey(), a.cfg.Identity, a.cfg.Grace)
-			if errors.Is(err, bus.ErrAlreadyExists) {
-				a.log.Error("another agent took this node; stopping", "err", err)
-				stop(fmt.Errorf("nodeagent: node %s: %w (%v)", a.cfg.NodeName, ErrNodeTaken, err))
-				return
-			}
+		// As a ticker would: the next renewal is due a period after this
+		// one began, at once if this one took longer.
+		t.Reset(max(a.cfg.HeartbeatEvery-time.Since(start), 0))
+	})
+	context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		if t.Stop() {
+			wg.Done()
 		}
-		if err != nil {
-			if ctx.Err() == nil {
-				a.log.Warn("heartbeat failed", "err", err)
-			}
-			continue
+	})
+}
+
+// beater is what the heartbeat keeps between renewals.
+type beater struct {
+	a          *Agent
+	leases     Heartbeats
+	lease      *bus.Lease
+	stop       context.CancelCauseFunc
+	lastStatus time.Time
+}
+
+// beat renews the lease once: false when another agent has taken the
+// node, and this one stops.
+func (b *beater) beat(ctx context.Context) bool {
+	a := b.a
+	next, err := b.leases.Renew(ctx, b.lease, a.cfg.Grace)
+	if errors.Is(err, bus.ErrConflict) {
+		next, err = b.leases.Acquire(ctx, a.leaseKey(), a.cfg.Identity, a.cfg.Grace)
+		if errors.Is(err, bus.ErrAlreadyExists) {
+			a.log.Error("another agent took this node; stopping", "err", err)
+			b.stop(fmt.Errorf("nodeagent: node %s: %w (%v)", a.cfg.NodeName, ErrNodeTaken, err))
+			return false
 		}
-		lease = next
-		a.showHeartbeat(ctx, &lastStatus)
 	}
+	if err != nil {
+		if ctx.Err() == nil {
+			a.log.Warn("heartbeat failed", "err", err)
+		}
+		return true
+	}
+	b.lease = next
+	a.showHeartbeat(ctx, &b.lastStatus)
+	return true
 }
 
 // showHeartbeat renews the node's Lease object and, each StatusEvery, the

@@ -1,13 +1,17 @@
 package nodeagent_test
 
 import (
+	"context"
 	"errors"
+	"runtime/pprof"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/bus/bustest"
 	"github.com/homeostat/homeostat/services/nodeagent"
+	"github.com/homeostat/homeostat/testenv/poll"
 )
 
 // A heartbeat's time to live and rate are what the node relay takes: an
@@ -29,5 +33,35 @@ func TestGraceIsBounded(t *testing.T) {
 		if tc.ok != (err == nil) || (err != nil && !errors.Is(err, bus.ErrInvalid)) {
 			t.Errorf("grace %s, heartbeat every %s: %v, want ok %v", tc.grace, tc.every, err, tc.ok)
 		}
+	}
+}
+
+// Between renewals a node's heartbeat holds a timer, not a goroutine: it
+// renews all the same, and stops with its agent.
+func TestHeartbeatHoldsNoGoroutineBetweenRenewals(t *testing.T) {
+	ctx := context.Background()
+	conn := bustest.Conn(t)
+	leases, err := conn.Leases(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := startAgent(t, conn, "n1", "a")
+	seen := map[uint64]bool{}
+	poll.Until(t, "three renewals of the node's heartbeat", 15*time.Second, func() bool {
+		if l, err := leases.Get(ctx, "node.n1"); err == nil && l.Holder == "a" {
+			seen[l.Revision] = true
+		}
+		return len(seen) >= 3
+	})
+	poll.Until(t, "no goroutine of the heartbeat between renewals", 10*time.Second, func() bool {
+		var b strings.Builder
+		if err := pprof.Lookup("goroutine").WriteTo(&b, 1); err != nil {
+			t.Fatal(err)
+		}
+		return !strings.Contains(b.String(), "nodeagent.(*Agent).heartbeat")
+	})
+	a.stop()
+	if err, _ := a.returned(); err != nil {
+		t.Fatalf("the agent returned %v", err)
 	}
 }
