@@ -109,8 +109,9 @@ func newPodMaker(owner *object.Object, t kinds.PodTemplate, ns string, extraLabe
 	return &podMaker{owner: owner, ns: ns, labels: labels, annotations: t.Metadata.Annotations, spec: enc.Spec}, nil
 }
 
-// pod is the pod named name. Its spec is the maker's encoding, shared:
-// encoded specs are never changed in place.
+// pod is the pod named name. Its spec is the maker's encoding and its
+// annotations the template's, shared: neither is changed in place (a
+// store's writes clone what they are given).
 func (m *podMaker) pod(name string) *object.Object {
 	return &object.Object{
 		APIVersion: "v1", Kind: "Pod",

@@ -310,7 +310,7 @@ func TestCreateBatches(t *testing.T) {
 
 // A ReplicaSet's free slots are handed out lowest first, skipping those
 // taken, as many as each batch asks for; each pod has its own labels and
-// the template's spec as a pod built alone has it.
+// the template's spec as encoded alone.
 func TestFreeSlotsInOrder(t *testing.T) {
 	rs := &object.Object{APIVersion: "apps/v1", Kind: "ReplicaSet", Metadata: object.Meta{Name: "web", Namespace: "default", UID: "u1"}}
 	tmpl := kinds.PodTemplate{Metadata: kinds.TemplateMeta{Labels: map[string]string{"app": "web"}},
@@ -349,8 +349,8 @@ func TestFreeSlotsInOrder(t *testing.T) {
 			}
 		}
 	}
-	alone, err := podFromTemplate(rs, tmpl, "default", "web-0", nil)
-	if err != nil {
+	var alone object.Object
+	if err := alone.SetSpec(tmpl.Spec); err != nil {
 		t.Fatal(err)
 	}
 	pods := (&freeSlots{rs: "web", want: 2, taken: map[string]bool{}, maker: maker}).take(2)

@@ -133,10 +133,14 @@ type Config struct {
 	// the store (kinds.AnnotationPodIndex), so that the scheduler writes
 	// it no index entries: only for an Index that does.
 	DerivesPods bool
-	// Pace, when set, queues each pod write, from the reading of what it
-	// writes over to the answer, for one of a bounded set of workers that
-	// agents of one process may share, and returns at once. Without it
-	// each write runs on a goroutine of its own.
+	// Pace, when set, queues fn for one of a bounded set of workers that
+	// agents of one process may share, and returns at once; it must run
+	// every fn it is given, after its own stop too, since the pods'
+	// workers wait for them. A status writer is one fn, from the reading
+	// of what it writes over to the answer and its retries (their waits
+	// included); a removal is one per try, and waits for it. Without Pace
+	// a status writer runs on a goroutine of its own, a removal on its
+	// pod's.
 	Pace func(fn func())
 }
 

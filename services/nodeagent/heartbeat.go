@@ -35,17 +35,27 @@ func (a *Agent) leaseKey() string { return bus.NodeLeaseKey(a.cfg.NodeName) }
 // many goroutines waiting on tickers, with stacks grown by the renewals.
 func (a *Agent) heartbeat(ctx context.Context, wg *sync.WaitGroup, b *beater) {
 	b.lastStatus = time.Now() // register wrote it
-	a.showHeartbeat(ctx, &b.lastStatus)
 	// One count in wg, held by the timer while it waits and by the
 	// renewal while it runs; the mutex orders a renewal's end against
-	// the stop, so that exactly one of them lets it go.
+	// the stop, so that exactly one of them lets it go, and the timer's
+	// first run after t is set.
 	var mu sync.Mutex
-	stopped := false
+	stopped, first := false, true
 	wg.Add(1)
 	var t *time.Timer
-	t = time.AfterFunc(a.cfg.HeartbeatEvery, func() {
+	mu.Lock()
+	defer mu.Unlock()
+	// The first run shows the Lease at once, as the pods are watched.
+	t = time.AfterFunc(0, func() {
 		start := time.Now()
-		more := ctx.Err() == nil && b.beat(ctx)
+		more := ctx.Err() == nil
+		switch {
+		case more && first:
+			first = false
+			a.showHeartbeat(ctx, &b.lastStatus)
+		case more:
+			more = b.beat(ctx)
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		if !more || stopped {

@@ -37,7 +37,7 @@ func TestGraceIsBounded(t *testing.T) {
 }
 
 // Between renewals a node's heartbeat holds a timer, not a goroutine: it
-// renews all the same, and stops with its agent.
+// renews all the same, and its agent stops.
 func TestHeartbeatHoldsNoGoroutineBetweenRenewals(t *testing.T) {
 	ctx := context.Background()
 	conn := bustest.Conn(t)
@@ -60,8 +60,7 @@ func TestHeartbeatHoldsNoGoroutineBetweenRenewals(t *testing.T) {
 		}
 		return !strings.Contains(b.String(), "nodeagent.(*Agent).heartbeat")
 	})
+	// The stop fails the test unless the agent's Run returns, which
+	// waits for a renewal under way.
 	a.stop()
-	if err, _ := a.returned(); err != nil {
-		t.Fatalf("the agent returned %v", err)
-	}
 }

@@ -67,7 +67,13 @@ func TestPacerBoundsWritesInFlight(t *testing.T) {
 			t.Fatalf("write %d of 6 never ran", i+1)
 		}
 	}
-	workers.Wait()
+	ended := make(chan struct{})
+	go func() { workers.Wait(); close(ended) }()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the workers did not end with the host")
+	}
 	after := make(chan struct{})
 	p.Go(func() { close(after) })
 	select {
