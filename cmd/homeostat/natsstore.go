@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
@@ -14,26 +15,26 @@ import (
 
 // The store's collector runs when the heap has grown past what the last
 // collection kept by a quarter, or by storeHeadroom if that is more, and
-// never later than Go's default (doubling). Two thirds of a store's heap
-// at 100,000 pods are the buffers of the blocks it wrote lately, which
-// hold no pointers, so a collection has little to mark: this took its
-// peak from 683 to 390 MiB for 5% more of its CPU. A fixed quarter had
-// cost a store at 10,000 pods, whose heap is small, a fifth more CPU and
-// a tenth of its write ceiling; the headroom spares it that
-// (docs/performance.md). Only the store: the components' heaps are their
-// caches, full of pointers, where collecting more often costs far more.
+// never later than Go's default (doubling). Most of a busy store's heap
+// is the buffers of the blocks it wrote lately, which hold no pointers,
+// so a collection has little to mark; the headroom spares a small store
+// collecting at every few megabytes (docs/performance.md, "the store's
+// collector paced by its heap"). Only the store: the components' heaps
+// are their caches, full of pointers, where collecting more often costs
+// far more.
 const (
-	storeGCFraction = 25 // percent of the live heap
-	storeHeadroom   = 64 << 20
+	storeGCFraction = 25       // percent of the live heap
+	storeHeadroom   = 64 << 20 // bytes
 )
 
 // storeGCPercent is the GOGC the store runs with at live bytes of live
-// heap: storeGCFraction, raised to leave storeHeadroom, at most 100.
+// heap: storeGCFraction, raised to leave at least storeHeadroom, at most
+// 100.
 func storeGCPercent(live uint64) int {
-	if live == 0 {
+	if live <= storeHeadroom {
 		return 100
 	}
-	return min(100, max(storeGCFraction, int(storeHeadroom*100/live)))
+	return max(storeGCFraction, int((storeHeadroom*100+live-1)/live))
 }
 
 // paceStoreCollector keeps the process's GOGC at storeGCPercent of its
@@ -41,8 +42,8 @@ func storeGCPercent(live uint64) int {
 func paceStoreCollector(ctx context.Context) {
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	current := -1
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
 	for {
 		metrics.Read(sample)
 		if sample[0].Value.Kind() == metrics.KindUint64 {
@@ -54,7 +55,7 @@ func paceStoreCollector(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-tick.C:
 		}
 	}
 }
@@ -72,9 +73,13 @@ func newNATSStore() *cobra.Command {
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := context.WithCancel(cmd.Context())
-			paced := make(chan struct{})
-			go func() { defer close(paced); paceStoreCollector(ctx) }()
-			defer func() { cancel(); <-paced }()
+			defer cancel()
+			// A GOGC given the process is an experiment's: it stands.
+			if os.Getenv("GOGC") == "" {
+				paced := make(chan struct{})
+				go func() { defer close(paced); paceStoreCollector(ctx) }()
+				defer func() { cancel(); <-paced }()
+			}
 			conn, err := bus.Connect(ctx, bus.Config{Name: "nats-store",
 				Embedded: &bus.EmbeddedConfig{DataDir: dataDir, Host: "127.0.0.1", Port: -1}})
 			if err != nil {

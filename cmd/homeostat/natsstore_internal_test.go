@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"testing"
@@ -19,35 +20,50 @@ func TestStoreGCPercent(t *testing.T) {
 		want int
 	}{
 		{0, 100},              // nothing measured yet
-		{16 << 20, 100},       // the headroom would be four times the heap: the default bounds it
-		{64 << 20, 100},       // the headroom is the whole heap
-		{128 << 20, 50},       // the headroom is half the heap
+		{1, 100},              // the headroom would be all but endless: the default bounds it
+		{16 << 20, 100},       // the headroom four times the heap
+		{64 << 20, 100},       // the headroom the whole heap
+		{(64 << 20) + 1, 100}, // rounded up, to leave the whole headroom
+		{128 << 20, 50},       // the headroom half the heap
+		{(128 << 20) + 1, 50}, // just short of half, rounded up
 		{256 << 20, 25},       // a quarter is the headroom
+		{(256 << 20) - 1, 26}, // a little more than a quarter is
 		{300 << 20, 25},       // a quarter is more than the headroom
 		{4 << 30, 25},         // however large
-		{(64 << 20) + 1, 99},  // just past the headroom
-		{(256 << 20) - 1, 25}, // the headroom rounds down to a quarter
+		{1 << 62, 25},         // no overflow
 	} {
 		if got := storeGCPercent(tc.live); got != tc.want {
-			t.Errorf("storeGCPercent(%d MiB) = %d, want %d", tc.live>>20, got, tc.want)
+			t.Errorf("storeGCPercent(%d bytes) = %d, want %d", tc.live, got, tc.want)
 		}
 	}
 }
 
 // The pacer sets the process's GOGC from its live heap, and stops with
-// its context.
+// its context. The test holds a heap large enough that the answer is
+// neither the default nor the floor. (No test of this package runs in
+// parallel: GOGC is the process's.)
 func TestPaceStoreCollector(t *testing.T) {
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	debug.SetGCPercent(7) // no live heap this test makes gives 7
+	defer debug.SetGCPercent(debug.SetGCPercent(7)) // no live heap gives 7
+	held := make([]byte, 160<<20)
+	for i := range held {
+		held[i] = byte(i)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); paceStoreCollector(ctx) }()
+	defer func() { cancel(); <-done }()
+	var gogc, live uint64
 	poll.Until(t, "GOGC set from the live heap", 10*time.Second, func() bool {
-		s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+		runtime.GC()
+		s := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/heap/live:bytes"}}
 		metrics.Read(s)
-		pct := s[0].Value.Uint64()
-		return pct >= storeGCFraction && pct <= 100
+		gogc, live = s[0].Value.Uint64(), s[1].Value.Uint64()
+		return int(gogc) == storeGCPercent(live)
 	})
+	if gogc == 100 || gogc == storeGCFraction {
+		t.Fatalf("GOGC %d at %d MiB live: the test's heap should give neither the default nor the floor", gogc, live>>20)
+	}
+	runtime.KeepAlive(held)
 	cancel()
 	select {
 	case <-done:
