@@ -114,6 +114,7 @@ func startComponent(cfg Config, dir, name string, args []string) (*component, er
 	}
 	cmd := exec.Command(cfg.Exe, append(args, "--log-level", "warn")...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	dieWithParent(cmd)
 	cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=none")
 	if cfg.CPUProfile != "" {
 		// Profiled from SIGUSR1 to SIGUSR2: the scenario alone.
