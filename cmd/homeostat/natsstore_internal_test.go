@@ -44,10 +44,7 @@ func TestStoreGCPercent(t *testing.T) {
 // parallel: GOGC is the process's.)
 func TestPaceStoreCollector(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(7)) // no live heap gives 7
-	held := make([]byte, 160<<20)
-	for i := range held {
-		held[i] = byte(i)
-	}
+	held := make([]byte, 160<<20)                   // live, pointer-free: as a store's buffers
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); paceStoreCollector(ctx) }()
