@@ -162,17 +162,23 @@ func (c *jobs) adjust(ctx context.Context, o *object.Object, spec kinds.JobSpec,
 	for _, p := range pods {
 		used[p.Metadata.Name] = true
 	}
-	labels := map[string]string{LabelJobName: o.Metadata.Name, LabelControllerUID: o.Metadata.UID}
+	var maker *podMaker
 	for n := 0; int32(len(active)) < want; n++ {
 		name := truncName(o.Metadata.Name, "-"+strconv.Itoa(n))
 		if used[name] {
 			continue
 		}
-		pod, err := podFromTemplate(o, spec.Template, o.Metadata.Namespace, name, labels)
-		if err != nil {
-			*errs = append(*errs, err)
-			break
+		if maker == nil {
+			// The template's spec is encoded once for the pods of a pass.
+			m, err := newPodMaker(o, spec.Template, o.Metadata.Namespace,
+				map[string]string{LabelJobName: o.Metadata.Name, LabelControllerUID: o.Metadata.UID})
+			if err != nil {
+				*errs = append(*errs, err)
+				break
+			}
+			maker = m
 		}
+		pod := maker.pod(name)
 		if _, err := createIfAbsent(ctx, c.pods.Store(), pod); err != nil {
 			c.events.Event(ctx, o, kinds.EventWarning, "FailedCreate", "Error creating pod %s: %v", name, err)
 			*errs = append(*errs, err)
