@@ -332,7 +332,7 @@ func (a *Agent) run(ctx context.Context) error {
 			go func() {
 				defer swg.Done()
 				w.mu.Lock()
-				grace := time.Duration(kinds.Int64(w.pod.Spec.TerminationGracePeriodSeconds, 30)) * time.Second
+				grace := time.Duration(kinds.Int64(w.spec.TerminationGracePeriodSeconds, 30)) * time.Second
 				w.mu.Unlock()
 				a.cfg.Runtime.Stop(context.WithoutCancel(ctx), w.uid(), grace)
 			}()

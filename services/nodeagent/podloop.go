@@ -9,6 +9,7 @@ import (
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/object"
 	"github.com/homeostat/homeostat/tracing"
 )
 
@@ -19,9 +20,10 @@ import (
 // holds none. A host of 100,000 simulated pods held a waiting goroutine
 // for each, and their stacks were a quarter of its memory; growing and
 // shrinking them, and scanning them at each collection, an eighth of its
-// CPU. For the same reason an idle pod holds one context, its
-// containers': its status writer's is made for each run of the writer,
-// and the agent tells each worker of its stop rather than each worker
+// CPU. For the same reason an idle pod holds no context of its own: its
+// status writer's is made for each run of the writer, its containers'
+// is let go once their Run has returned (as a simulated one does), and
+// the agent tells each worker of its stop rather than each worker
 // watching the agent's context.
 
 // signal is a set of what a worker's loop has to act on.
@@ -40,11 +42,9 @@ const (
 // podLoop is the loop's own state, touched only by the goroutine that
 // runs the loop at the time (one at most: podWorker.active).
 type podLoop struct {
-	ctx     context.Context
-	runCtx  context.Context // the containers'
-	stopRun context.CancelFunc
-	run     *podRun
-	writes  statusWrites
+	ctx    context.Context
+	run    *podRun
+	writes statusWrites
 }
 
 // signal adds to what the loop has to act on, and starts a goroutine to
@@ -72,7 +72,6 @@ func (w *podWorker) start(ctx context.Context) {
 		attribute.String("pod", w.key), attribute.String("node", w.a.cfg.NodeName)))
 	span.End()
 	l := &podLoop{ctx: ctx}
-	l.runCtx, l.stopRun = context.WithCancel(ctx)
 	l.writes.ended = func() { w.signal(sigWritten) }
 	// The loop and its start are set at once: a signal that came between
 	// them (the agent's resync removing the pod, its stop) would run the
@@ -99,41 +98,42 @@ func (w *podWorker) steps() {
 			w.mu.Unlock()
 			return
 		}
-		pod := w.pod
+		obj, spec := w.obj, w.spec
 		w.mu.Unlock()
-		if !l.step(w, sig, pod) {
+		if !l.step(w, sig, obj, spec) {
 			w.end()
 			return
 		}
 	}
 }
 
-// step acts on sig, the pod being as it is now; false when the loop ends.
-func (l *podLoop) step(w *podWorker, sig signal, pod *kinds.Pod) bool {
-	deleting := pod.Metadata.Deleting()
+// step acts on sig, the pod's object and spec being as they are now;
+// false when the loop ends.
+func (l *podLoop) step(w *podWorker, sig signal, obj *object.Object, spec *kinds.PodSpec) bool {
+	deleting := obj.Metadata.Deleting()
 	if sig&sigStart != 0 {
-		l.run = newPodRun(w, pod)
+		l.run = newPodRun(w, spec)
 		if !deleting {
-			l.run.start(l.runCtx)
+			l.run.start(l.ctx)
 		}
 	}
 	switch {
 	case deleting:
-		w.terminate(l.ctx, l.stopRun, l.run.wait, true)
+		w.terminate(l.ctx, l.run.stop, l.run.wait, true)
 		w.a.forget(w.key, w)
 		return false
 	case sig&sigStop != 0:
 		// The agent stops; the containers keep running for the next agent.
-		l.stopRun()
+		l.run.stop()
 		l.run.wait()
 		return false
 	case sig&sigRemove != 0:
-		w.terminate(l.ctx, l.stopRun, l.run.wait, false)
+		w.terminate(l.ctx, l.run.stop, l.run.wait, false)
 		w.a.forget(w.key, w)
 		return false
 	}
 	if sig&sigSync != 0 {
-		l.run.start(l.runCtx)
+		l.run.start(l.ctx)
 		l.run.nextSync()
 	}
 	if sig&sigWritten != 0 {
@@ -152,7 +152,7 @@ func (w *podWorker) end() {
 	l.writes.stop()
 	l.writes.wg.Wait()
 	l.run.stopSync()
-	l.stopRun()
+	l.run.stop()
 	w.mu.Lock()
 	w.ended, w.active = true, false
 	w.mu.Unlock()

@@ -88,10 +88,18 @@ func (w *podWorker) idle() bool {
 	return !w.active && w.signals == 0
 }
 
-func (w *podWorker) podNow() *kinds.Pod {
+// runHeld says whether the worker's run holds its Run's context; only
+// once the loop has started the run (w.idle after the start).
+func (w *podWorker) runHeld() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.pod
+	return w.loop.run.cancel != nil
+}
+
+func (w *podWorker) objNow() *object.Object {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.obj
 }
 
 func (w *podWorker) isEnded() bool {
@@ -140,19 +148,22 @@ func TestIdlePodHoldsNoGoroutine(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	a, w, rec := simulatedWorker(t, ctx, "p1")
-	poll.Until(t, "Running written and the worker idle", 10*time.Second, func() bool {
+	// The simulated Run returns once it has reported Running, on a
+	// goroutine of its own: its context goes as it returns.
+	poll.Until(t, "Running written, the worker idle and its Run returned", 10*time.Second, func() bool {
 		got := rec.written()
-		return len(got) == 1 && got[0] == kinds.PodRunning && w.idle()
+		return len(got) == 1 && got[0] == kinds.PodRunning && w.idle() && !w.runHeld()
 	})
 	w.mu.Lock()
 	report, decoded, writer, written := w.reported, w.storedStatus, w.loop.writes.cancel, w.stored
+	arrival, run := w.arrival, w.loop.run.cancel
 	w.mu.Unlock()
 	if report != nil || decoded != nil || writer != nil || written != nil {
 		t.Fatalf("an idle pod holds its written report (%v), its status decoded (%v), its writer's context (%v) or the version written (%v)",
 			report != nil, decoded != nil, writer != nil, written != nil)
 	}
-	if st := w.podNow().Status; st.Phase != "" || len(st.Conditions) > 0 || w.loop.run.pod.Status.Phase != "" {
-		t.Fatalf("a started pod's worker or run holds the status it came with decoded: %+v", st)
+	if arrival != nil || run != nil {
+		t.Fatalf("a started pod's worker holds the status it came with decoded (%v), or its returned Run's context (%v)", arrival != nil, run != nil)
 	}
 	if first := rec.writtenStatuses()[0]; object.FindCondition(first.Conditions, kinds.PodScheduled) == nil {
 		t.Fatalf("the first write lost the scheduler's condition it came with: %+v", first.Conditions)
@@ -180,7 +191,7 @@ func TestIdlePodHoldsNoGoroutine(t *testing.T) {
 	}
 
 	// Deleted: the containers stop and the pod object is removed.
-	next := w.podNow().Object.Clone()
+	next := w.objNow().Clone()
 	now := time.Now()
 	next.Metadata.DeletionTimestamp = &now
 	p, err := kinds.DecodePod(next)
