@@ -160,9 +160,6 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Service) dispatch(w http.ResponseWriter, r *http.Request, ref *resourceRef) *apiError {
-	if r.Method != http.MethodGet {
-		growStack()
-	}
 	collection := ref.name == ""
 	switch {
 	case collection && r.Method == http.MethodGet:

@@ -402,9 +402,9 @@ func (s *Service) routes() http.Handler {
 	for path, h := range s.cfg.Extra {
 		mux.Handle(path, h)
 	}
-	return otelhttp.NewHandler(s.audited(s.authenticate(s.limit(s.authorize(mux)))), "api",
+	return grownForWrites(otelhttp.NewHandler(s.audited(s.authenticate(s.limit(s.authorize(mux)))), "api",
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }),
-		otelhttp.WithFilter(traced))
+		otelhttp.WithFilter(traced)))
 }
 
 // traced says whether a request gets a span. Every change does, so that an

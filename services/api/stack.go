@@ -1,5 +1,7 @@
 package api
 
+import "net/http"
+
 // writeStack is the stack a write's admission is given at once (see
 // growStack).
 const writeStack = 32 << 10
@@ -23,3 +25,16 @@ func growStack() {
 //
 //go:noinline
 func touch(buf []byte) { buf[len(buf)-1] = 1 }
+
+// grownForWrites grows the stack of a request that is not a read
+// (growStack) before anything else runs on its goroutine: grown in the
+// dispatch, the stack had been grown already by the tracing middleware's
+// reading of the headers, and was copied with every frame above it.
+func grownForWrites(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			growStack()
+		}
+		next.ServeHTTP(w, r)
+	})
+}
