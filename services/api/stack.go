@@ -27,9 +27,11 @@ func growStack() {
 func touch(buf []byte) { buf[len(buf)-1] = 1 }
 
 // grownForWrites grows the stack of a request that is not a read
-// (growStack) before anything else runs on its goroutine: grown in the
-// dispatch, the stack had been grown already by the tracing middleware's
-// reading of the headers, and was copied with every frame above it.
+// (growStack) before the handlers run: grown in the dispatch, the stack
+// had been grown already by the tracing middleware's reading of the
+// headers, and was copied with every frame above it. A write refused
+// before its dispatch (unauthenticated, forbidden, shed) pays for the
+// growth too, a copy of the few frames below.
 func grownForWrites(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {

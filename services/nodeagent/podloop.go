@@ -112,7 +112,7 @@ func (w *podWorker) steps() {
 func (l *podLoop) step(w *podWorker, sig signal, obj *object.Object, spec *kinds.PodSpec) bool {
 	deleting := obj.Metadata.Deleting()
 	if sig&sigStart != 0 {
-		l.run = newPodRun(w, spec)
+		l.run = newPodRun(w, obj, spec)
 		if !deleting {
 			l.run.start(l.ctx)
 		}

@@ -88,12 +88,25 @@ func (w *podWorker) idle() bool {
 	return !w.active && w.signals == 0
 }
 
-// runHeld says whether the worker's run holds its Run's context; only
-// once the loop has started the run (w.idle after the start).
+// settled says the worker's loop is idle, no status writer of its runs,
+// and its Run has returned, holding no context: what a started pod
+// whose containers were simulated reaches. The loop's own state is read
+// once it is idle, under the lock it went idle under.
+func (w *podWorker) settled() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.active || w.signals != 0 || w.loop == nil || w.loop.run == nil {
+		return false
+	}
+	return !w.loop.writes.running && w.loop.run.cancel == nil
+}
+
+// runHeld says whether the worker's run holds its Run's context (false
+// before the run starts).
 func (w *podWorker) runHeld() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.loop.run.cancel != nil
+	return w.loop != nil && w.loop.run != nil && w.loop.run.cancel != nil
 }
 
 func (w *podWorker) objNow() *object.Object {
@@ -127,12 +140,23 @@ func simulatedWorker(t *testing.T, ctx context.Context, name string) (*Agent, *p
 // simulated node, with a writer that takes each write at once.
 func newSimulatedWorker(t *testing.T, ctx context.Context, name string) (*Agent, *podWorker, *countingWriter) {
 	t.Helper()
+	return newWorkerOn(t, ctx, NewSimulated(0), name, scheduled)
+}
+
+// scheduled is the status of a pod the scheduler has bound.
+const scheduled = `{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"True"}]}`
+
+// newWorkerOn is the worker, not started, of a pod bound to a node whose
+// runtime is rt, the pod's status being status, with a writer that takes
+// each write at once.
+func newWorkerOn(t *testing.T, _ context.Context, rt Runtime, name, status string) (*Agent, *podWorker, *countingWriter) {
+	t.Helper()
 	rec := &countingWriter{}
-	a := &Agent{cfg: Config{NodeName: "n1", Address: "127.0.0.1", Runtime: NewSimulated(0)}, log: slog.Default(),
+	a := &Agent{cfg: Config{NodeName: "n1", Address: "127.0.0.1", Runtime: rt}, log: slog.Default(),
 		write: rec, read: rec, workers: map[string]*podWorker{}}
 	o := &object.Object{APIVersion: "v1", Kind: "Pod", Metadata: object.Meta{Name: name, Namespace: "default", UID: "uid-" + name, ResourceVersion: "1"},
 		Spec:   []byte(`{"containers":[{"name":"c","command":["sleep","infinity"]}],"nodeName":"n1"}`),
-		Status: []byte(`{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"True"}]}`)}
+		Status: []byte(status)}
 	p, err := kinds.DecodePod(o)
 	if err != nil {
 		t.Fatal(err)
@@ -150,9 +174,9 @@ func TestIdlePodHoldsNoGoroutine(t *testing.T) {
 	a, w, rec := simulatedWorker(t, ctx, "p1")
 	// The simulated Run returns once it has reported Running, on a
 	// goroutine of its own: its context goes as it returns.
-	poll.Until(t, "Running written, the worker idle and its Run returned", 10*time.Second, func() bool {
+	poll.Until(t, "Running written, the worker settled and its Run returned", 10*time.Second, func() bool {
 		got := rec.written()
-		return len(got) == 1 && got[0] == kinds.PodRunning && w.idle() && !w.runHeld()
+		return len(got) == 1 && got[0] == kinds.PodRunning && w.settled()
 	})
 	w.mu.Lock()
 	report, decoded, writer, written := w.reported, w.storedStatus, w.loop.writes.cancel, w.stored
@@ -172,8 +196,8 @@ func TestIdlePodHoldsNoGoroutine(t *testing.T) {
 	// A report without conditions keeps those written before, read from
 	// the store again.
 	w.report(kinds.PodStatus{Phase: kinds.PodSucceeded})
-	poll.Until(t, "the next report written and the worker idle again", 10*time.Second, func() bool {
-		return len(rec.written()) == 2 && w.idle()
+	poll.Until(t, "the next report written and the worker settled again", 10*time.Second, func() bool {
+		return len(rec.written()) == 2 && w.settled()
 	})
 	rec.mu.Lock()
 	reads := rec.reads
@@ -290,5 +314,54 @@ func TestWorkerSignalledAsItStarts(t *testing.T) {
 		w.start(ctx)
 		within(t, "the worker's end", w.endedCh())
 		cancel()
+	}
+}
+
+// A pod whose Run waits on its context (as a real runtime's watches its
+// processes, here a simulated one's start delay) has it cancelled as the
+// pod leaves the node, or its agent stops: the worker ends then, not when
+// the Run would have returned by itself.
+func TestWaitingRunIsStopped(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(w *podWorker, stopAgent context.CancelFunc)
+	}{
+		{"when its pod leaves the node", func(w *podWorker, _ context.CancelFunc) { w.remove() }},
+		{"with its agent", func(w *podWorker, stopAgent context.CancelFunc) { stopAgent(); w.stop() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			_, w, rec := newWorkerOn(t, ctx, NewSimulated(time.Hour), "p", scheduled)
+			w.start(ctx)
+			poll.Until(t, "the pod reported Pending, its Run waiting", 10*time.Second, func() bool {
+				got := rec.written()
+				return len(got) == 1 && got[0] == kinds.PodPending && w.runHeld()
+			})
+			tc.end(w, cancel)
+			within(t, "the worker's end", w.endedCh())
+			if w.runHeld() {
+				t.Fatal("the ended worker still holds its Run's context")
+			}
+		})
+	}
+}
+
+// A start hands the runtime the status the pod came with: a simulated pod
+// whose status says its container runs is adopted, and nothing written.
+func TestStartAdoptsFromTheStatusThePodCameWith(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	running := `{"phase":"Running","containerStatuses":[{"name":"c","state":{"running":{"startedAt":"2026-01-01T00:00:00Z"}},"ready":true,"restartCount":0}]}`
+	for _, tc := range []struct {
+		status string
+		writes int
+	}{{running, 0}, {scheduled, 1}} {
+		_, w, rec := newWorkerOn(t, ctx, NewSimulated(0), "p", tc.status)
+		w.start(ctx)
+		poll.Until(t, "the worker settled", 10*time.Second, w.settled)
+		if got := rec.written(); len(got) != tc.writes {
+			t.Fatalf("a pod that came with %s: written %v, want %d writes", tc.status, got, tc.writes)
+		}
 	}
 }

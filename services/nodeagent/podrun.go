@@ -7,6 +7,7 @@ import (
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/kinds"
+	"github.com/homeostat/homeostat/object"
 )
 
 // podRun starts a pod's containers once what the pod refers to can be
@@ -14,6 +15,10 @@ import (
 // to no ConfigMap or Secret starts at once and is never synced.
 type podRun struct {
 	w *podWorker
+	// obj and spec are the pod's as its loop started, which every start
+	// and sync reads, as a kubelet runs a pod from the spec it admitted.
+	obj  *object.Object
+	spec *kinds.PodSpec
 	// sync signals the worker each sync period, when the pod needs
 	// syncing (nil otherwise); nextSync sets it again.
 	sync *time.Timer
@@ -29,8 +34,8 @@ type podRun struct {
 	running bool
 }
 
-func newPodRun(w *podWorker, spec *kinds.PodSpec) *podRun {
-	r := &podRun{w: w}
+func newPodRun(w *podWorker, obj *object.Object, spec *kinds.PodSpec) *podRun {
+	r := &podRun{w: w, obj: obj, spec: spec}
 	if needsConfig(spec) {
 		r.sync = time.AfterFunc(w.a.cfg.ConfigSync, func() { w.signal(sigSync) })
 	}
@@ -50,7 +55,9 @@ func (r *podRun) nextSync() {
 // containers' CreateContainerConfigError, and tried again next period.
 func (r *podRun) start(ctx context.Context) {
 	a := r.w.a
-	pod := r.w.now()
+	// Made for this start, not kept: the pod's status is the one it came
+	// with until the containers start, for the runtime to adopt from.
+	pod := &kinds.Pod{Object: r.obj, Spec: r.spec, Status: r.w.arrivalStatus()}
 	p := &prepared{pod: pod}
 	if r.sync != nil || len(pod.Spec.Volumes) > 0 {
 		var cfg *bus.PodConfig

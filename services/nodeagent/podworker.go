@@ -29,9 +29,11 @@ type podWorker struct {
 
 	mu sync.Mutex
 	// obj and spec are the pod as it is now, and arrival the status it
-	// came with until its containers start: only a start reads that (to
-	// adopt what runs). A *kinds.Pod kept instead, with its status
-	// emptied, was 17 MB of a host of 100,000 pods.
+	// came to the worker with, until its containers start: only a start
+	// reads that (to adopt what runs), and a start that fails reads it
+	// again, not the status the agent wrote meanwhile. A *kinds.Pod kept
+	// instead, with its status emptied, was 17 MB of a host of 100,000
+	// pods.
 	obj     *object.Object
 	spec    *kinds.PodSpec
 	arrival *kinds.PodStatus
@@ -89,9 +91,6 @@ func (w *podWorker) firstContainer() string {
 func (w *podWorker) update(p *kinds.Pod) {
 	w.mu.Lock()
 	w.obj, w.spec = p.Object, p.Spec
-	if w.arrival != nil {
-		w.arrival = &p.Status
-	}
 	if w.later(p.Object) {
 		w.stored, w.storedStatus = p.Object, &p.Status
 	}
@@ -99,16 +98,15 @@ func (w *podWorker) update(p *kinds.Pod) {
 	w.signal(sigUpdate)
 }
 
-// now is the pod as it is now, with the status it came with until its
-// containers have started (made for a start, not kept).
-func (w *podWorker) now() *kinds.Pod {
+// arrivalStatus is the status the pod came with, the zero status once
+// its containers have started.
+func (w *podWorker) arrivalStatus() kinds.PodStatus {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	p := &kinds.Pod{Object: w.obj, Spec: w.spec}
-	if w.arrival != nil {
-		p.Status = *w.arrival
+	if w.arrival == nil {
+		return kinds.PodStatus{}
 	}
-	return p
+	return *w.arrival
 }
 
 // current is the pod's object and spec as they are now.
