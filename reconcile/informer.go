@@ -55,9 +55,13 @@ type Informer struct {
 	store *bus.Store
 	log   *slog.Logger
 
-	mu     sync.RWMutex
-	items  map[string]*object.Object
-	values map[string]any
+	mu sync.RWMutex
+	// items is each key's cached object and decoded form, kept in one
+	// entry that a change updates in place: an index's sets hold the
+	// entries, so that reading them needs no lookup by key (a
+	// ReplicaSet's pass over 100,000 pods spent a tenth of the
+	// controllers' CPU on such lookups).
+	items  map[string]*entry
 	decode Decoder
 	keep   Keep
 	// serving: the cache's objects are served as JSON (bus.WatchOptions.Serving).
@@ -69,12 +73,19 @@ type Informer struct {
 	delivered uint64
 	synced    bool
 	indexers  map[string]ValueIndexFunc
-	indexes   map[string]map[string]map[string]struct{}
+	indexes   map[string]map[string]map[string]*entry
 	handlers  []func(Change)
 	revMoved  chan struct{} // closed and replaced whenever rev moves
 	// onCorrupt hears of keys whose stored value is not a valid object.
 	onCorrupt func(ctx context.Context, k Kind, key string, err error)
 	corrupt   map[string]bool
+}
+
+// entry is a key's cached object and its decoded form (nil without a
+// decoder, or when it failed).
+type entry struct {
+	obj   *object.Object
+	value any
 }
 
 // NewInformer makes an informer outside a Manager, for a kind learned at
@@ -89,8 +100,8 @@ func (i *Informer) Run(ctx context.Context) { i.run(ctx) }
 func newInformer(kind Kind, store *bus.Store, log *slog.Logger) *Informer {
 	return &Informer{
 		kind: kind, store: store, log: log,
-		items: map[string]*object.Object{}, values: map[string]any{}, indexers: map[string]ValueIndexFunc{},
-		indexes: map[string]map[string]map[string]struct{}{}, revMoved: make(chan struct{}), corrupt: map[string]bool{},
+		items: map[string]*entry{}, indexers: map[string]ValueIndexFunc{},
+		indexes: map[string]map[string]map[string]*entry{}, revMoved: make(chan struct{}), corrupt: map[string]bool{},
 	}
 }
 
@@ -123,9 +134,9 @@ func (i *Informer) AddValueIndex(name string, fn ValueIndexFunc) {
 		return
 	}
 	i.indexers[name] = fn
-	i.indexes[name] = map[string]map[string]struct{}{}
-	for k, o := range i.items {
-		i.indexAdd(name, k, fn(o, i.values[k]))
+	i.indexes[name] = map[string]map[string]*entry{}
+	for k, e := range i.items {
+		i.indexAdd(name, k, e, fn(e.obj, e.value))
 	}
 }
 
@@ -181,19 +192,22 @@ func (i *Informer) SetServing() {
 func (i *Informer) Value(key string) (any, bool) {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
-	v, ok := i.values[key]
-	return v, ok
+	e, ok := i.items[key]
+	if !ok || i.decode == nil {
+		return nil, false
+	}
+	return e.value, true
 }
 
 // ValuesByIndex returns the decoded forms of the objects whose index name has value.
 func (i *Informer) ValuesByIndex(name, value string) []any {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
-	keys := i.indexes[name][value]
-	out := make([]any, 0, len(keys))
-	for k := range keys {
-		if v, ok := i.values[k]; ok && v != nil {
-			out = append(out, v)
+	set := i.indexes[name][value]
+	out := make([]any, 0, len(set))
+	for _, e := range set {
+		if e.value != nil {
+			out = append(out, e.value)
 		}
 	}
 	return out
@@ -211,8 +225,11 @@ func (i *Informer) OnChange(fn func(Change)) {
 func (i *Informer) Get(key string) (*object.Object, bool) {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
-	o, ok := i.items[key]
-	return o, ok
+	e, ok := i.items[key]
+	if !ok {
+		return nil, false
+	}
+	return e.obj, true
 }
 
 // List returns every cached object.
@@ -220,8 +237,8 @@ func (i *Informer) List() []*object.Object {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
 	out := make([]*object.Object, 0, len(i.items))
-	for _, o := range i.items {
-		out = append(out, o)
+	for _, e := range i.items {
+		out = append(out, e.obj)
 	}
 	return out
 }
@@ -234,8 +251,8 @@ func (i *Informer) Snapshot() (items map[string]*object.Object, delivered uint64
 	i.mu.RLock()
 	defer i.mu.RUnlock()
 	items = make(map[string]*object.Object, len(i.items))
-	for k, o := range i.items {
-		items[k] = o
+	for k, e := range i.items {
+		items[k] = e.obj
 	}
 	return items, i.delivered, len(i.corrupt)
 }
@@ -255,10 +272,10 @@ func (i *Informer) Keys() []string {
 func (i *Informer) ByIndex(name, value string) []*object.Object {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
-	keys := i.indexes[name][value]
-	out := make([]*object.Object, 0, len(keys))
-	for k := range keys {
-		out = append(out, i.items[k])
+	set := i.indexes[name][value]
+	out := make([]*object.Object, 0, len(set))
+	for _, e := range set {
+		out = append(out, e.obj)
 	}
 	return out
 }
@@ -299,14 +316,14 @@ func (i *Informer) WaitForRevision(ctx context.Context, rev uint64, timeout time
 	}
 }
 
-func (i *Informer) indexAdd(name, key string, vals []string) {
+func (i *Informer) indexAdd(name, key string, e *entry, vals []string) {
 	for _, v := range vals {
 		set := i.indexes[name][v]
 		if set == nil {
-			set = map[string]struct{}{}
+			set = map[string]*entry{}
 			i.indexes[name][v] = set
 		}
-		set[key] = struct{}{}
+		set[key] = e
 	}
 }
 
@@ -321,9 +338,10 @@ func (i *Informer) indexRemove(name, key string, vals []string) {
 	}
 }
 
-// reindex moves key from old's index values to o's (either nil for none),
-// touching no set when they are the same, as for most changes.
-func (i *Informer) reindex(key string, old, o *object.Object, oldValue, value any) {
+// reindex moves key, held in e, from old's index values to o's (either
+// nil for none), touching no set when they are the same, as for most
+// changes: those sets hold e, changed in place.
+func (i *Informer) reindex(key string, e *entry, old, o *object.Object, oldValue, value any) {
 	for name, fn := range i.indexers {
 		var before, after []string
 		if old != nil {
@@ -336,7 +354,7 @@ func (i *Informer) reindex(key string, old, o *object.Object, oldValue, value an
 			continue
 		}
 		i.indexRemove(name, key, before)
-		i.indexAdd(name, key, after)
+		i.indexAdd(name, key, e, after)
 	}
 }
 
@@ -347,7 +365,12 @@ func (i *Informer) reindex(key string, old, o *object.Object, oldValue, value an
 func (i *Informer) apply(ev bus.Event, delivered bool) (Change, bool) {
 	gone := ev.Type == bus.Deleted || ev.Type == bus.Corrupt
 	i.mu.RLock()
-	old, oldValue, decode, keep := i.items[ev.Key], i.values[ev.Key], i.decode, i.keep
+	var old *object.Object
+	var oldValue any
+	if e := i.items[ev.Key]; e != nil {
+		old, oldValue = e.obj, e.value
+	}
+	decode, keep := i.decode, i.keep
 	i.mu.RUnlock()
 	ch := Change{Old: old, OldValue: oldValue, Revision: ev.Revision, Trace: ev.Trace, StatusBy: ev.StatusBy}
 	if !gone && decode != nil {
@@ -361,20 +384,21 @@ func (i *Informer) apply(ev bus.Event, delivered bool) (Change, bool) {
 	if delivered {
 		i.delivered = max(i.delivered, ev.Revision)
 	}
+	e := i.items[ev.Key]
 	if gone {
-		i.reindex(ev.Key, old, nil, oldValue, nil)
+		i.reindex(ev.Key, e, old, nil, oldValue, nil)
 		delete(i.items, ev.Key)
-		delete(i.values, ev.Key)
 		if old == nil {
 			ch.Old = ev.Object
 		}
 	} else {
-		i.reindex(ev.Key, old, ev.Object, oldValue, ch.NewValue)
-		i.items[ev.Key] = ev.Object
-		ch.New = ev.Object
-		if decode != nil {
-			i.values[ev.Key] = ch.NewValue
+		if e == nil {
+			e = &entry{}
+			i.items[ev.Key] = e
 		}
+		i.reindex(ev.Key, e, old, ev.Object, oldValue, ch.NewValue)
+		e.obj, e.value = ev.Object, ch.NewValue
+		ch.New = ev.Object
 	}
 	i.moveRev(ev.Revision)
 	return ch, ch.Old != nil || ch.New != nil

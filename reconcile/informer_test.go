@@ -209,6 +209,18 @@ func TestIndexFollowsChanges(t *testing.T) {
 		if r, b := keys("decoded color", "form:red"), keys("decoded color", "form:blue"); !slices.Equal(r, red) || !slices.Equal(b, blue) {
 			t.Fatalf("%s: by the decoded form red %v, blue %v; want %v, %v", what, r, b, red, blue)
 		}
+		// An index whose value a change left alone gives the object as
+		// it is now, and its decoded form.
+		for _, color := range []string{"red", "blue"} {
+			for _, o := range inf.ByIndex("color", color) {
+				if o.Metadata.ResourceVersion != rev {
+					t.Fatalf("%s: the %s index gives revision %s, want %s", what, color, o.Metadata.ResourceVersion, rev)
+				}
+			}
+			if n, want := len(inf.ValuesByIndex("color", color)), len(inf.ByIndex("color", color)); n != want {
+				t.Fatalf("%s: the %s index gives %d decoded forms for %d objects", what, color, n, want)
+			}
+		}
 	}
 	w := widget("w")
 	w.Metadata.Labels = map[string]string{"color": "red"}
