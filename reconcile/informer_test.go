@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -181,9 +182,13 @@ func TestIndexFollowsChanges(t *testing.T) {
 		}
 		return nil
 	})
-	inf.SetDecoder(reconcile.DecodeEach(func(o *object.Object) any { return "form:" + o.Metadata.Labels["color"] }))
+	// The decoded form names the revision too, so that a form left behind
+	// by a change shows.
+	inf.SetDecoder(reconcile.DecodeEach(func(o *object.Object) any {
+		return "form:" + o.Metadata.Labels["color"] + "@" + o.Metadata.ResourceVersion
+	}))
 	inf.AddValueIndex("decoded color", func(o *object.Object, v any) []string {
-		if c, _ := v.(string); c != "form:" {
+		if c, _, _ := strings.Cut(v.(string), "@"); c != "form:" {
 			return []string{c}
 		}
 		return nil
@@ -217,8 +222,14 @@ func TestIndexFollowsChanges(t *testing.T) {
 					t.Fatalf("%s: the %s index gives revision %s, want %s", what, color, o.Metadata.ResourceVersion, rev)
 				}
 			}
-			if n, want := len(inf.ValuesByIndex("color", color)), len(inf.ByIndex("color", color)); n != want {
+			forms := inf.ValuesByIndex("color", color)
+			if n, want := len(forms), len(inf.ByIndex("color", color)); n != want {
 				t.Fatalf("%s: the %s index gives %d decoded forms for %d objects", what, color, n, want)
+			}
+			for _, f := range forms {
+				if want := "form:" + color + "@" + rev; f != want {
+					t.Fatalf("%s: the %s index gives the decoded form %v, want %s", what, color, f, want)
+				}
 			}
 		}
 	}
@@ -249,6 +260,20 @@ func TestIndexFollowsChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect("deleted", "", nil, nil)
+
+	// Made again under the same key: the indexes hold the new object, not
+	// the one deleted.
+	w.Metadata.Labels = map[string]string{"color": "blue"}
+	if cur, err = s.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	expect("made again, blue", cur.Metadata.ResourceVersion, nil, []string{"w"})
+
+	// An index added to a cache that holds objects already indexes them.
+	inf.AddIndex("shape", func(*object.Object) []string { return []string{"round"} })
+	if got := inf.ValuesByIndex("shape", "round"); len(got) != 1 || got[0] != "form:blue@"+cur.Metadata.ResourceVersion {
+		t.Fatalf("an index added late gives %v, want the object's form", got)
+	}
 }
 
 // A revision confirmed after the last write (a list's, a cache's catching
