@@ -140,7 +140,7 @@ func simulatedWorker(t *testing.T, ctx context.Context, name string) (*Agent, *p
 // simulated node, with a writer that takes each write at once.
 func newSimulatedWorker(t *testing.T, ctx context.Context, name string) (*Agent, *podWorker, *countingWriter) {
 	t.Helper()
-	return newWorkerOn(t, ctx, NewSimulated(0), name, scheduled)
+	return newWorkerOn(t, NewSimulated(0), name, scheduled)
 }
 
 // scheduled is the status of a pod the scheduler has bound.
@@ -149,7 +149,7 @@ const scheduled = `{"phase":"Pending","conditions":[{"type":"PodScheduled","stat
 // newWorkerOn is the worker, not started, of a pod bound to a node whose
 // runtime is rt, the pod's status being status, with a writer that takes
 // each write at once.
-func newWorkerOn(t *testing.T, _ context.Context, rt Runtime, name, status string) (*Agent, *podWorker, *countingWriter) {
+func newWorkerOn(t *testing.T, rt Runtime, name, status string) (*Agent, *podWorker, *countingWriter) {
 	t.Helper()
 	rec := &countingWriter{}
 	a := &Agent{cfg: Config{NodeName: "n1", Address: "127.0.0.1", Runtime: rt}, log: slog.Default(),
@@ -332,7 +332,7 @@ func TestWaitingRunIsStopped(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			_, w, rec := newWorkerOn(t, ctx, NewSimulated(time.Hour), "p", scheduled)
+			_, w, rec := newWorkerOn(t, NewSimulated(time.Hour), "p", scheduled)
 			w.start(ctx)
 			poll.Until(t, "the pod reported Pending, its Run waiting", 10*time.Second, func() bool {
 				got := rec.written()
@@ -357,7 +357,7 @@ func TestStartAdoptsFromTheStatusThePodCameWith(t *testing.T) {
 		status string
 		writes int
 	}{{running, 0}, {scheduled, 1}} {
-		_, w, rec := newWorkerOn(t, ctx, NewSimulated(0), "p", tc.status)
+		_, w, rec := newWorkerOn(t, NewSimulated(0), "p", tc.status)
 		w.start(ctx)
 		poll.Until(t, "the worker settled", 10*time.Second, w.settled)
 		if got := rec.written(); len(got) != tc.writes {
