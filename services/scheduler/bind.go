@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -124,21 +123,21 @@ func (s *Service) bind(ctx context.Context, j bindJob) error {
 			return errGone
 		}
 		n := cur.Clone()
-		// p may be the informer's: what changes is copied first.
-		spec, status := *p.Spec, p.Status
-		spec.NodeName = j.node
-		if err := n.SetSpec(spec); err != nil {
+		if spec, ok := boundSpec(cur.Spec, j.node); ok {
+			n.Spec = spec
+		} else {
+			// p may be the informer's: what changes is copied first.
+			spec := *p.Spec
+			spec.NodeName = j.node
+			if err := n.SetSpec(spec); err != nil {
+				return err
+			}
+		}
+		status, err := s.statuses.status(p, time.Now().UTC().Truncate(time.Second))
+		if err != nil {
 			return err
 		}
-		now := time.Now().UTC().Truncate(time.Second)
-		status.Conditions = slices.Clone(status.Conditions)
-		object.SetCondition(&status.Conditions, object.Condition{Type: kinds.PodScheduled, Status: object.ConditionTrue}, now)
-		if status.Phase == "" {
-			status.Phase = kinds.PodPending
-		}
-		if err := n.SetStatus(status); err != nil {
-			return err
-		}
+		n.Status = status
 		bound, err := s.pods.Store().Update(ctx, n, bus.UpdateOptions{Current: cur})
 		if err == nil {
 			s.queue.remove(j.key)

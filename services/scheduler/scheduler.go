@@ -70,6 +70,9 @@ type Service struct {
 	events *reconcile.Recorder
 	leases *bus.Leases
 	router *router
+	// statuses are the statuses binds write, made once a second for the
+	// status the pods came with.
+	statuses scheduledStatuses
 
 	mu     sync.Mutex
 	leader bool
