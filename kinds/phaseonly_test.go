@@ -37,6 +37,11 @@ func TestPhaseOnly(t *testing.T) {
 			if string(o.Status) != before {
 				t.Fatalf("the pod's own status became %s", o.Status)
 			}
+			// A cache that decoded the pod keeps what one that did not keeps.
+			decoded, _ := kinds.PodPhaseAfter(o, nil, nil).(*kinds.Pod)
+			if of := kinds.PhaseOnlyOf(o, decoded); string(of.Status) != string(kept.Status) || (of == o) != (kept == o) {
+				t.Fatalf("kept %s as decoded (the pod itself: %v), %s from its JSON (%v)", of.Status, of == o, kept.Status, kept == o)
+			}
 			if tc.want == "" {
 				if kept != o || kinds.IsPhaseOnly(kept) {
 					t.Fatalf("kept %s (phase only: %v), want the pod itself", kept.Status, kinds.IsPhaseOnly(kept))
@@ -63,6 +68,21 @@ func TestPhaseOnly(t *testing.T) {
 	}
 }
 
+// PhaseOnlyOf reads the phase of the pod as decoded, when it was decoded
+// from the object, and the object's JSON otherwise.
+func TestPhaseOnlyOfReadsTheDecodedPod(t *testing.T) {
+	o := &object.Object{APIVersion: "v1", Kind: "Pod", Metadata: object.Meta{Name: "p"},
+		Spec: json.RawMessage(`{"nodeName":"n"}`), Status: json.RawMessage(`{"phase":"Running","podIP":"10.0.0.1"}`)}
+	finished := &kinds.Pod{Object: o, Spec: &kinds.PodSpec{NodeName: "n"}, Status: kinds.PodStatus{Phase: kinds.PodSucceeded}}
+	if kept := kinds.PhaseOnlyOf(o, finished); string(kept.Status) != `{"phase":"Succeeded"}` {
+		t.Fatalf("kept %s of a pod decoded as Succeeded", kept.Status)
+	}
+	other := &kinds.Pod{Object: &object.Object{}, Spec: &kinds.PodSpec{}, Status: kinds.PodStatus{Phase: kinds.PodSucceeded}}
+	if kept := kinds.PhaseOnlyOf(o, other); string(kept.Status) != `{"phase":"Running"}` {
+		t.Fatalf("kept %s with a pod decoded from another object", kept.Status)
+	}
+}
+
 // KeepPods keeps what its lean function keeps, and turns a *Pod decoded
 // from the object whole to the copy kept, leaving any other form alone.
 func TestKeepPods(t *testing.T) {
@@ -86,9 +106,13 @@ func TestKeepPods(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := running()
-			lean := func(o *object.Object) *object.Object { return o }
-			if tc.lean {
-				lean = kinds.PhaseOnly
+			var given *kinds.Pod
+			lean := func(o *object.Object, p *kinds.Pod) *object.Object {
+				given = p
+				if tc.lean {
+					return kinds.PhaseOnlyOf(o, p)
+				}
+				return o
 			}
 			v := tc.value(o)
 			var before *object.Object
@@ -96,6 +120,9 @@ func TestKeepPods(t *testing.T) {
 				before = p.Object
 			}
 			kept := kinds.KeepPods(lean)(o, v)
+			if decodedFromO := before == o; (given != nil) != decodedFromO {
+				t.Fatalf("the lean function was given %+v; want the decoded pod only when made from the object: %v", given, decodedFromO)
+			}
 			if tc.lean != (kept != o) || (tc.lean && !kinds.IsPhaseOnly(kept)) {
 				t.Fatalf("kept %+v (the object itself: %v), want a lean copy: %v", kept, kept == o, tc.lean)
 			}

@@ -140,7 +140,7 @@ func (s *Service) Setup(ctx context.Context) error {
 	// What the controllers read of a pod's status is in its decoded form:
 	// the cache lets go of the JSON, three quarters of a running pod's
 	// stored status, and a write reads the pod whole (stored).
-	pods.SetKeep(kinds.KeepPods(kinds.PhaseOnly))
+	pods.SetKeep(kinds.KeepPods(kinds.PhaseOnlyOf))
 	pods.AddIndex(byOwner, ownerIndex)
 	pods.AddIndex(byOrphan, orphanIndex)
 	rsInf := mgr.Informer(s.kind("apps", "replicasets"))

@@ -15,22 +15,31 @@ import (
 
 // keptPod keeps lean a pod bound to a node that derives its pods, and
 // whole any other: an unbound one (binds write it back) and one bound to
-// a node that reads the index (its entry is written from it).
+// a node that reads the index (its entry is written from it). It reads
+// the node of the pod as decoded when given it, else the pod's JSON.
 func TestKeptPod(t *testing.T) {
 	derived := func(node string) bool { return node == "drv" }
 	for _, tc := range []struct {
 		name, spec string
+		decodedAt  string // the node of the pod as decoded; "-": not decoded
 		lean       bool
 	}{
-		{"unbound", `{"containers":[{"name":"c"}]}`, false},
-		{"bound to a node that derives its pods", `{"nodeName":"drv"}`, true},
-		{"bound to a node that reads the index", `{"nodeName":"idx"}`, false},
-		{"bound to a node not known", `{"nodeName":"gone"}`, false},
+		{"unbound", `{"containers":[{"name":"c"}]}`, "-", false},
+		{"bound to a node that derives its pods", `{"nodeName":"drv"}`, "-", true},
+		{"bound to a node that reads the index", `{"nodeName":"idx"}`, "-", false},
+		{"bound to a node not known", `{"nodeName":"gone"}`, "-", false},
+		{"decoded, bound to a node that derives its pods", `{"nodeName":"idx"}`, "drv", true},
+		{"decoded, bound to a node that reads the index", `{"nodeName":"drv"}`, "idx", false},
+		{"decoded, unbound", `{"nodeName":"drv"}`, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := &object.Object{Kind: "Pod", Spec: json.RawMessage(tc.spec),
 				Status: json.RawMessage(`{"phase":"Running","podIP":"10.0.0.1"}`)}
-			kept := keptPod(o, derived)
+			var p *kinds.Pod
+			if tc.decodedAt != "-" {
+				p = &kinds.Pod{Object: o, Spec: &kinds.PodSpec{NodeName: tc.decodedAt}, Status: kinds.PodStatus{Phase: kinds.PodRunning}}
+			}
+			kept := keptPod(o, p, derived)
 			if kinds.IsPhaseOnly(kept) != tc.lean || !tc.lean && kept != o {
 				t.Fatalf("kept status %s (the pod itself: %v), want lean: %v", kept.Status, kept == o, tc.lean)
 			}

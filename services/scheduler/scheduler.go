@@ -150,7 +150,7 @@ func (s *Service) setup(ctx context.Context) error {
 	}
 	read := func(ctx context.Context, key string) (*object.Object, error) { return s.pods.Store().Get(ctx, key) }
 	s.router = newRouter(s.index, derived, read, s.log)
-	s.pods.SetKeep(kinds.KeepPods(func(o *object.Object) *object.Object { return keptPod(o, derived) }))
+	s.pods.SetKeep(kinds.KeepPods(func(o *object.Object, p *kinds.Pod) *object.Object { return keptPod(o, p, derived) }))
 	s.pods.SetDecoder(kinds.PodPhaseAfter)
 	s.pods.AddValueIndex(byNode, kinds.BoundNodeIndex)
 	s.pods.OnChange(s.onPod)
@@ -165,11 +165,19 @@ func (s *Service) setup(ctx context.Context) error {
 // entries from the pods kept, and its agent writes its status over them,
 // so those pods are kept whole; should one kept lean be written to the
 // index after all (its node came to read it), the router reads it whole.
-func keptPod(o *object.Object, derived func(node string) bool) *object.Object {
-	if n := kinds.BoundNode(o); n == "" || !derived(n) {
+// p is o as decoded (nil when it was not), whose node and phase are read
+// instead of o's JSON.
+func keptPod(o *object.Object, p *kinds.Pod, derived func(node string) bool) *object.Object {
+	n := ""
+	if p != nil {
+		n = p.Spec.NodeName
+	} else {
+		n = kinds.BoundNode(o)
+	}
+	if n == "" || !derived(n) {
 		return o
 	}
-	return kinds.PhaseOnly(o)
+	return kinds.PhaseOnlyOf(o, p)
 }
 
 func unbound(p *kinds.Pod) bool {
