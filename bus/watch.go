@@ -105,8 +105,9 @@ type WatchOptions struct {
 	// whose stored JSON it reports: for a reader that a new object
 	// concerns only in some states it can tell from a few fields (the
 	// nodes' index, a pod not yet bound). Later changes of such an object
-	// come as Modified.
-	SkipCreate func(value []byte) bool
+	// come as Modified. l is where the writer placed the value's parts,
+	// when it said (see Event.Layout).
+	SkipCreate func(value []byte, l object.Layout) bool
 	// Raw leaves each change undecoded: events carry the stored JSON in
 	// Raw (without the resourceVersion, which is the Revision) and no
 	// Object, and a value that is not an object is not reported Corrupt.
@@ -187,7 +188,7 @@ func (opts WatchOptions) skips(m rawMsg) bool {
 	case opStatus:
 		return opts.SkipStatus
 	case opCreate:
-		return opts.SkipCreate != nil && !isTombstone(m.header) && opts.SkipCreate(m.data)
+		return opts.SkipCreate != nil && !isTombstone(m.header) && opts.SkipCreate(m.data, layoutIn(m.header))
 	}
 	return false
 }

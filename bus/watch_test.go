@@ -170,7 +170,7 @@ func TestWatchSkipCreate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	small := func(value []byte) bool { return bytes.Contains(value, []byte(`"size":0`)) }
+	small := func(value []byte, _ object.Layout) bool { return bytes.Contains(value, []byte(`"size":0`)) }
 	ch, err := s.Watch(ctx, bus.WatchOptions{SkipCreate: small})
 	if err != nil {
 		t.Fatal(err)

@@ -196,8 +196,46 @@ func TestUnbound(t *testing.T) {
 		{"null, which the index passes over either way", `null`, true},
 		{"a spec of another form", `{"spec":[]}`, false},
 	} {
-		if got := unbound([]byte(tc.value)); got != tc.want {
+		if got := unbound([]byte(tc.value), object.Layout{}); got != tc.want {
 			t.Errorf("%s: unbound %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// Where the writer's layout places the spec, unbound reads the spec alone
+// and answers as it does reading the pod whole.
+func TestUnboundByLayout(t *testing.T) {
+	for _, tc := range []struct {
+		name, spec string
+		want       bool
+	}{
+		{"no node", `{"containers":[{"name":"c"}]}`, true},
+		{"no spec", ``, true},
+		{"an empty node", `{"containers":[],"nodeName":""}`, true},
+		{"bound", `{"containers":[{"name":"c"}],"nodeName":"n1"}`, false},
+		{"bound, named twice", `{"nodeName":"","nodeName":"n1"}`, false},
+		{"bound, its name escaped", `{"node\u004eame":"n1"}`, false},
+		{"a container named so", `{"containers":[{"name":"nodeName"}]}`, true},
+		{"a spec of another form", `[]`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &object.Object{APIVersion: "v1", Kind: "Pod", Metadata: object.Meta{Name: "p", Namespace: "default"}}
+			if tc.spec != "" {
+				o.Spec = []byte(tc.spec)
+			}
+			data, l, err := object.EncodeLayout(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l == (object.Layout{}) {
+				t.Fatalf("%s has no layout", data)
+			}
+			if whole := unbound(data, object.Layout{}); whole != tc.want {
+				t.Fatalf("read whole, %s is unbound: %v, want %v", data, whole, tc.want)
+			}
+			if got := unbound(data, l); got != tc.want {
+				t.Fatalf("read by its layout, %s is unbound: %v, want %v", data, got, tc.want)
+			}
+		})
 	}
 }
