@@ -82,7 +82,8 @@ func IsPhaseOnly(o *object.Object) bool {
 // KeepPods is what a cache of pods keeps (an informer's Keep) when it
 // keeps lean(o, p) of each, p being o's decoded form when that is a *Pod
 // made from o whole (nil otherwise): the copy, which p is made to refer
-// to instead of o.
+// to instead of o. PhaseOnlyOf takes p's phase for o's, so a decoder
+// whose pods it keeps decodes the phase (PodAfter and PodPhaseAfter do).
 func KeepPods(lean func(o *object.Object, p *Pod) *object.Object) func(o *object.Object, value any) *object.Object {
 	return func(o *object.Object, value any) *object.Object {
 		p, ok := value.(*Pod)

@@ -15,13 +15,14 @@ import (
 // boundSpec is spec, a pod's spec as stored, with nodeName set to node,
 // written as a member added after the others, which keep their bytes.
 // Encoding the decoded spec again for each bind was a sixth of what a
-// bind cost the scheduler. False when spec is not a JSON object, or names
-// nodeName anywhere (a member given empty, a string that holds it), for
-// the caller to encode the spec whole: a second nodeName member would
-// make a spec whose readers disagree.
+// bind cost the scheduler. False when spec is not a JSON object, or may
+// name nodeName anywhere (a member given empty, in another case, a string
+// that holds it, or any escape), for the caller to encode the spec whole:
+// a second nodeName member would make a spec whose readers disagree
+// (kinds.BoundNode takes the first, the decoders the last).
 func boundSpec(spec []byte, node string) ([]byte, bool) {
 	s := bytes.TrimSpace(spec)
-	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' || bytes.Contains(s, []byte(`nodeName`)) {
+	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' || bytes.IndexByte(s, '\\') >= 0 || containsFold(s, nodeNameWord) {
 		return nil, false
 	}
 	body := bytes.TrimSpace(s[1 : len(s)-1])
@@ -36,6 +37,19 @@ func boundSpec(spec []byte, node string) ([]byte, bool) {
 		return nil, false
 	}
 	return append(out, '}'), true
+}
+
+var nodeNameWord = []byte("nodename")
+
+// containsFold reports whether s holds word (lower case ASCII) in any
+// case.
+func containsFold(s, word []byte) bool {
+	for i := 0; i+len(word) <= len(s); i++ {
+		if s[i]|0x20 == word[0] && bytes.EqualFold(s[i:i+len(word)], word) {
+			return true
+		}
+	}
+	return false
 }
 
 // scheduledStatuses remembers the status a bind wrote for the status a

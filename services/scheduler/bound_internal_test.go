@@ -24,8 +24,12 @@ func TestBoundSpec(t *testing.T) {
 		{"an empty spec", `{}`, "n1", `{"nodeName":"n1"}`},
 		{"spaces around", " { \"containers\":[] } \n", "n1", `{"containers":[],"nodeName":"n1"}`},
 		{"a name to escape", `{"containers":[]}`, `a"b`, `{"containers":[],"nodeName":"a\"b"}`},
+		{"a name in another case", `{"containers":[]}`, "N1", `{"containers":[],"nodeName":"N1"}`},
 		{"nodeName given empty", `{"containers":[],"nodeName":""}`, "n1", ""},
 		{"nodeName in a value", `{"containers":[{"name":"nodeName"}]}`, "n1", ""},
+		{"nodeName in another case", `{"containers":[],"NodeName":""}`, "n1", ""},
+		{"nodeName escaped", `{"containers":[],"node\u004eame":""}`, "n1", ""},
+		{"any escape", `{"containers":[{"name":"a\"b"}]}`, "n1", ""},
 		{"not an object", `[1]`, "n1", ""},
 		{"null", `null`, "n1", ""},
 		{"nothing", ``, "n1", ""},
@@ -45,6 +49,12 @@ func TestBoundSpec(t *testing.T) {
 			var spec kinds.PodSpec
 			if err := json.Unmarshal(got, &spec); err != nil || spec.NodeName != c.node {
 				t.Fatalf("%s reads as node %q (%v)", got, spec.NodeName, err)
+			}
+			// Every reader of a pod's node reads this one.
+			o := &object.Object{Spec: got}
+			decoded, err := kinds.DecodePodSpec(o)
+			if n := kinds.BoundNode(o); n != c.node || err != nil || decoded.NodeName != c.node {
+				t.Fatalf("%s is bound to %q read alone, %q decoded (%v)", got, n, decoded.NodeName, err)
 			}
 		})
 	}
