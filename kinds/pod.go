@@ -526,18 +526,21 @@ func BoundNode(o *object.Object) string {
 	return n
 }
 
+// BoundNodeOf is the node o is bound to, read from the pod as decoded
+// (PodAfter, PodPhaseAfter) when value is that, else as BoundNode reads
+// it from the JSON.
+func BoundNodeOf(o *object.Object, value any) string {
+	if p, ok := value.(*Pod); ok && p != nil && p.Object == o {
+		return p.Spec.NodeName
+	}
+	return BoundNode(o)
+}
+
 // BoundNodeIndex files a pod under the node it is bound to, none while
 // unbound: the index by node that the scheduler and the controllers keep
-// (a reconcile.ValueIndexFunc). The node is read from the pod as decoded
-// (PodAfter, PodPhaseAfter) when value is that, else as BoundNode reads it.
+// (a reconcile.ValueIndexFunc), read as BoundNodeOf reads it.
 func BoundNodeIndex(o *object.Object, value any) []string {
-	n := ""
-	if p, ok := value.(*Pod); ok && p != nil && p.Object == o {
-		n = p.Spec.NodeName
-	} else {
-		n = BoundNode(o)
-	}
-	if n != "" {
+	if n := BoundNodeOf(o, value); n != "" {
 		return []string{n}
 	}
 	return nil

@@ -168,13 +168,7 @@ func (s *Service) setup(ctx context.Context) error {
 // p is o as decoded (nil when it was not), whose node and phase are read
 // instead of o's JSON.
 func keptPod(o *object.Object, p *kinds.Pod, derived func(node string) bool) *object.Object {
-	n := ""
-	if p != nil {
-		n = p.Spec.NodeName
-	} else {
-		n = kinds.BoundNode(o)
-	}
-	if n == "" || !derived(n) {
+	if n := kinds.BoundNodeOf(o, p); n == "" || !derived(n) {
 		return o
 	}
 	return kinds.PhaseOnlyOf(o, p)
