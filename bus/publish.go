@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 
 	"github.com/homeostat/homeostat/clock"
 )
@@ -38,7 +38,13 @@ func (c *Conn) publish(ctx context.Context, msg *nats.Msg, opts ...jetstream.Pub
 }
 
 func (c *Conn) publishOnce(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
-	ack, err := c.storeOnce(ctx, msg, opts...)
+	return c.publishBy(ctx, time.Now().Add(tryTimeout), msg, opts...)
+}
+
+// publishBy is one attempt of a publish, bounded by deadline or by
+// tryTimeout from now, whichever comes sooner, and counted as a write.
+func (c *Conn) publishBy(ctx context.Context, deadline time.Time, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	ack, err := c.storeBy(ctx, deadline, msg, opts...)
 	if err == nil {
 		wroteAck(ack)
 	}
@@ -48,8 +54,22 @@ func (c *Conn) publishOnce(ctx context.Context, msg *nats.Msg, opts ...jetstream
 // storeOnce is one attempt of a publish, not counted among the store's
 // writes (a confirmation's, see confirm.go).
 func (c *Conn) storeOnce(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
-	ctx, cancel := within(ctx, tryTimeout)
-	defer cancel()
+	return c.storeBy(ctx, time.Now().Add(tryTimeout), msg, opts...)
+}
+
+// storeBy is storeOnce bounded by deadline too: one context for both
+// bounds, made only when it bounds more than ctx does. A write bounded
+// first as a whole and then as an attempt made two, each with a timer
+// registered with its parent: a tenth of a node agent's status write.
+func (c *Conn) storeBy(ctx context.Context, deadline time.Time, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	if try := time.Now().Add(tryTimeout); try.Before(deadline) {
+		deadline = try
+	}
+	if dl, ok := ctx.Deadline(); !ok || deadline.Before(dl) {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
 	ack, err := c.js.PublishMsg(ctx, msg, opts...)
 	return ack, translate(err)
 }
@@ -78,9 +98,10 @@ func (c *Conn) handOver(stream string, msg *nats.Msg, opts ...jetstream.PublishO
 // which no read shows yet: answering that with a conflict would tell the
 // client of a change it cannot see, and that may yet fail.
 func (c *Conn) casPublish(ctx context.Context, stream string, msg *nats.Msg, expect uint64, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
-	ctx, cancel := bounded(ctx)
-	defer cancel()
-	id := uuid.NewString()
+	// The write's bound is kept as a time, and made a context of its own
+	// only for what follows a failed attempt: most writes take one.
+	deadline := time.Now().Add(requestTimeout)
+	id := nuid.Next()
 	if msg.Header == nil {
 		msg.Header = nats.Header{}
 	}
@@ -88,11 +109,16 @@ func (c *Conn) casPublish(ctx context.Context, stream string, msg *nats.Msg, exp
 	opts = append(opts, jetstream.WithExpectLastSequencePerSubject(expect))
 	pace := clock.Pace{First: 5 * time.Millisecond, Max: retryMax}
 	uncertain := false
-	for {
+	for first := true; ; first = false {
 		start := time.Now()
-		ack, err := c.publishOnce(ctx, msg, opts...)
+		ack, err := c.publishBy(ctx, deadline, msg, opts...)
 		if err == nil || !errors.Is(err, ErrConflict) && !errors.Is(err, ErrUnavailable) {
 			return ack, err
+		}
+		if first { // what follows a failed attempt is bounded by the write's deadline
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, deadline)
+			defer cancel()
 		}
 		uncertain = uncertain || errors.Is(err, ErrUnavailable)
 		now, mine, lerr := c.standing(ctx, stream, msg.Subject, id)
