@@ -162,10 +162,14 @@ type stored struct {
 	layout string
 }
 
-func encode(o *object.Object) (stored, error) {
+func encode(o *object.Object) (stored, error) { return encodeOver(o, nil) }
+
+// encodeOver is encode of o, a change to cur as stored: the parts o
+// leaves as cur has them are written as they are (object.EncodeLayoutOver).
+func encodeOver(o, cur *object.Object) (stored, error) {
 	c := *o
 	c.Metadata.ResourceVersion = ""
-	b, l, err := object.EncodeLayout(&c)
+	b, l, err := object.EncodeLayoutOver(&c, cur)
 	return stored{data: b, layout: l.String()}, err
 }
 
@@ -356,7 +360,9 @@ func (s *Store) tombstoneRevision(ctx context.Context, key string, a *Authority)
 // UpdateOptions tune Update.
 type UpdateOptions struct {
 	// Current is the stored version the caller read, at the revision named
-	// by the new object's resourceVersion; given, it saves a read.
+	// by the new object's resourceVersion; given, it saves a read. Its
+	// parts are taken as the store holds them: a part of the new object
+	// that is Current's byte for byte is written as it is, unchecked.
 	Current *object.Object
 }
 
@@ -408,7 +414,7 @@ func (s *Store) Update(ctx context.Context, o *object.Object, opts UpdateOptions
 	if sameSpec && unchanged(cur, n) {
 		return cur, nil
 	}
-	st, err := encode(n)
+	st, err := encodeOver(n, cur)
 	if err != nil {
 		return nil, err
 	}

@@ -2,9 +2,12 @@ package object
 
 import (
 	"bytes"
+	stdjson "encoding/json"
 	"strconv"
 	"strings"
 	"sync"
+
+	json "github.com/go-json-experiment/json/v1"
 )
 
 // Layout says where an encoding by EncodeLayout holds its parts, so that
@@ -36,6 +39,64 @@ func EncodeLayout(o *Object) ([]byte, Layout, error) {
 		return b, Layout{}, err
 	}
 	return b, layoutOf(b, o), nil
+}
+
+// EncodeLayoutOver is EncodeLayout of o, a change to prev, an object
+// read from a store: each part of o (managed fields, spec, status) that
+// is prev's byte for byte is written as it is, where EncodeLayout would
+// read it through again to check and compact it (the spec, the larger
+// half of a pod's status write). A store's parts are what an encoding
+// wrote, checked then; so the encoding is EncodeLayout's, byte for byte,
+// for parts that came that way. A nil prev is EncodeLayout.
+func EncodeLayoutOver(o, prev *Object) ([]byte, Layout, error) {
+	if prev == nil || len(o.Fields) > 0 {
+		return EncodeLayout(o)
+	}
+	same := func(a, b []byte) bool { return len(a) > 0 && bytes.Equal(a, b) }
+	keepFields, keepSpec, keepStatus := same(o.Metadata.ManagedFields, prev.Metadata.ManagedFields),
+		same(o.Spec, prev.Spec), same(o.Status, prev.Status)
+	if !keepFields && !keepSpec && !keepStatus {
+		return EncodeLayout(o)
+	}
+	head := *o
+	head.Metadata.ManagedFields, head.Spec, head.Status = nil, nil, nil
+	b, err := json.Marshal((*envelope)(&head))
+	if err != nil {
+		return nil, Layout{}, err
+	}
+	// {"apiVersion":…,"kind":…,"metadata":{"name":…}}, its last two
+	// braces put back after the parts that go inside each: the metadata
+	// always has a member (its name) before the managed fields.
+	b = b[:len(b)-2]
+	if b, err = appendPart(b, managedFieldsName, o.Metadata.ManagedFields, keepFields); err != nil {
+		return nil, Layout{}, err
+	}
+	b = append(b, '}')
+	if b, err = appendPart(b, specName, o.Spec, keepSpec); err != nil {
+		return nil, Layout{}, err
+	}
+	if b, err = appendPart(b, statusName, o.Status, keepStatus); err != nil {
+		return nil, Layout{}, err
+	}
+	b = append(b, '}')
+	return b, layoutOf(b, o), nil
+}
+
+// appendPart appends the member name: raw (none when raw is empty, as
+// omitempty leaves it out), raw as it is or as Encode writes it.
+func appendPart(b []byte, name string, raw []byte, asIs bool) ([]byte, error) {
+	if len(raw) == 0 {
+		return b, nil
+	}
+	b = append(b, name...)
+	if asIs {
+		return append(b, raw...), nil
+	}
+	v, err := json.Marshal(stdjson.RawMessage(raw))
+	if err != nil {
+		return nil, err
+	}
+	return append(b, v...), nil
 }
 
 // layoutOf finds o's parts in b, its encoding, from the end: a part that

@@ -171,3 +171,97 @@ func BenchmarkEncodePodLayout(b *testing.B) {
 		}
 	}
 }
+
+// EncodeLayoutOver writes what EncodeLayout writes, byte for byte, for a
+// change to an object whose parts came from a store, whichever of them
+// the change keeps; and a kept part is written as prev holds it.
+func TestEncodeLayoutOver(t *testing.T) {
+	pod, err := Decode(readPod(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare := &Object{APIVersion: "v1", Kind: "Pod", Spec: stdjson.RawMessage(`{"a":"<b>"}`)}
+	onlyFields := &Object{APIVersion: "v1", Kind: "Pod", Metadata: Meta{ManagedFields: stdjson.RawMessage(`[{"manager":"m"}]`)}}
+	starts := map[string]*Object{
+		"a stored pod":        pod,
+		"every part":          layoutCase("p", `[{"manager":"<m>"}]`, `{"nodeName":"n&m"}`, "{\"phase\":\"Running\",\"m\":\"\u2028\"}"),
+		"no managed fields":   layoutCase("p", "", `{"nodeName":"n"}`, `{"phase":"Running"}`),
+		"no spec":             layoutCase("p", `[]`, "", `{"phase":"Pending"}`),
+		"empty metadata":      bare,
+		"managed fields only": onlyFields,
+		"metadata alone":      layoutCase("p", "", "", ""),
+		"a null status":       layoutCase("p", `[]`, `{}`, `null`),
+		"spaces and escapes":  layoutCase("p", `[ {"manager" : "<m>"} ]`, `{ "a" : "x&y" }`, `{"s": 1}`),
+	}
+	changes := map[string]func(o *Object){
+		"nothing":        func(*Object) {},
+		"the status":     func(o *Object) { o.Status = stdjson.RawMessage(`{"phase":"Failed","reason":"<x>"}`) },
+		"the spec":       func(o *Object) { o.Spec = stdjson.RawMessage(`{"nodeName":"other"}`) },
+		"managed fields": func(o *Object) { o.Metadata.ManagedFields = stdjson.RawMessage(`[{"manager":"k"}]`) },
+		"the metadata":   func(o *Object) { o.Metadata.Labels = map[string]string{"x": "&"} },
+		"every part": func(o *Object) {
+			o.Status, o.Spec = stdjson.RawMessage(`{"a":1}`), stdjson.RawMessage(`{"b":2}`)
+			o.Metadata.ManagedFields = stdjson.RawMessage(`[]`)
+		},
+		"a status dropped": func(o *Object) { o.Status = nil },
+	}
+	for sname, start := range starts {
+		for cname, change := range changes {
+			t.Run(sname+", "+cname, func(t *testing.T) {
+				stored, err := Encode(start)
+				if err != nil {
+					t.Fatal(err)
+				}
+				prev, err := Decode(stored) // its parts as a store holds them
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := prev.Clone()
+				change(n)
+				want, wantLayout, err := EncodeLayout(n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, l, err := EncodeLayoutOver(n, prev)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, want) || l != wantLayout {
+					t.Fatalf("EncodeLayoutOver wrote\n%s %+v\nEncodeLayout\n%s %+v", got, l, want, wantLayout)
+				}
+			})
+		}
+	}
+}
+
+// A part kept from prev is written as prev holds it, not read again: a
+// part spaced there stays spaced, and the rest is written as Encode
+// writes it. A part that fails to encode still fails.
+func TestEncodeLayoutOverKeepsPartsAsTheyAre(t *testing.T) {
+	prev := layoutCase("p", `[ {"manager" : "m"} ]`, `{ "a" : "x" }`, `{ "s" : 1 }`)
+	n := prev.Clone()
+	n.Status = stdjson.RawMessage(`{ "s" : 2 }`)
+	got, l, err := EncodeLayoutOver(n, prev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ns","labels":{"app":"a\u003cb\u003e"},` +
+		`"managedFields":[ {"manager" : "m"} ]},"spec":{ "a" : "x" },"status":{"s":2}}`
+	if string(got) != want {
+		t.Fatalf("wrote\n%s\nwant\n%s", got, want)
+	}
+	back, err := Decode(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parts, err := DecodeLayout(got, l); err != nil || !reflect.DeepEqual(parts, back) {
+		t.Fatalf("decoded by layout %+v: %+v, %v; whole: %+v", l, parts, err, back)
+	}
+	if !SameJSON(back.Spec, prev.Spec) || !SameJSON(back.Status, n.Status) || !SameJSON(back.Metadata.ManagedFields, prev.Metadata.ManagedFields) {
+		t.Fatalf("read back %+v", back)
+	}
+	n.Status = stdjson.RawMessage(`{"s":`)
+	if _, _, err := EncodeLayoutOver(n, prev); err == nil {
+		t.Fatal("an invalid status changed by the write was written")
+	}
+}
