@@ -109,7 +109,7 @@ func (f *fanout) add(m rawMsg) error {
 		if f.s.isConfirmation(m) {
 			ev = Event{Type: Progress, Revision: m.seq}
 		} else {
-			ev = f.s.sharedEvent(m, true)
+			ev = f.s.sharedEvent(m, true, nil)
 		}
 	}
 	f.mu.Lock()
@@ -300,7 +300,7 @@ func (w *fanWatch) leave() {
 func (w *fanWatch) alone(ctx context.Context) {
 	opts := w.opts
 	opts.AfterRevision = w.last
-	for ev := range w.f.s.conn.watch(ctx, w.f.s.watchSpec(opts), 1, false, w.f.s.withProgress(w.f.s.sharedEvent, w.opts.Progress)) {
+	for ev := range w.f.s.conn.watch(ctx, w.f.s.watchSpec(opts), 1, false, w.f.s.withProgress(func(m rawMsg, live bool) Event { return w.f.s.sharedEvent(m, live, nil) }, w.opts.Progress)) {
 		if ev.Type == Synced && w.synced {
 			continue
 		}

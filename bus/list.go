@@ -285,9 +285,9 @@ func (s *Store) snapshot(ctx context.Context, filter string, shared bool, conf *
 		delete(bad, key)
 		var ev Event
 		if shared {
-			ev = s.sharedEvent(m, true)
+			ev = s.sharedEvent(m, true, nil)
 		} else {
-			ev = s.toEvent(m, true)
+			ev = s.toEvent(m, true, nil)
 		}
 		switch ev.Type {
 		case Added, Modified:

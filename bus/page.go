@@ -199,9 +199,9 @@ func (s *Store) fetchKeys(ctx context.Context, keys []string, shared bool) ([]Ev
 			}
 			raw := rawMsg{subject: m.subject, header: m.header, data: m.data, seq: m.seq, time: m.time}
 			if shared {
-				evs[i] = s.sharedEvent(raw, false)
+				evs[i] = s.sharedEvent(raw, false, nil)
 			} else {
-				evs[i] = s.toEvent(raw, false)
+				evs[i] = s.toEvent(raw, false, nil)
 			}
 		}()
 	}
@@ -258,7 +258,7 @@ func (s *Store) CatchUp(ctx context.Context, items map[string]*object.Object, af
 			after = m.seq
 			continue
 		}
-		ev := s.sharedEvent(raw, true)
+		ev := s.sharedEvent(raw, true, nil)
 		switch ev.Type {
 		case Added, Modified:
 			items[ev.Key] = ev.Object

@@ -190,17 +190,17 @@ func (c *sharedObjects) forget(prefix string, live map[string]*object.Object) {
 // object from the shared entries when they hold its revision and keeping
 // there the one it decodes. Its event's JSON method serves the object's
 // JSON, encoded once for all.
-func (s *Store) sharedEvent(m rawMsg, live bool) Event {
+func (s *Store) sharedEvent(m rawMsg, live bool, prior Prior) Event {
 	key := m.subject[len(s.subjPrefix):]
 	if isTombstone(m.header) {
 		s.shared.drop(key, m.seq)
-		return s.toEvent(m, live)
+		return s.toEvent(m, live, nil)
 	}
 	if d, o, ok := s.shared.lookup(key, m.seq); ok {
 		return Event{Type: eventType(m, live), Key: key, Revision: m.seq, Time: m.time, Trace: extractSpan(m.header),
 			StatusBy: statusBy(m, live), Object: o, shared: d}
 	}
-	ev := s.toEvent(m, live)
+	ev := s.toEvent(m, live, prior)
 	if ev.Type == Added || ev.Type == Modified {
 		ev.Object.ShareParts()
 		ev.shared, ev.Object = s.shared.keep(key, m.seq, ev.Object)

@@ -35,6 +35,12 @@ const (
 	// headerLayout says where a value's parts lie in it (object.Layout),
 	// so that its readers decode its metadata alone.
 	headerLayout = "Homeostat-Layout"
+	// headerHead, on an update that left the object's head as it was
+	// (object.SameHead), names the revision it wrote over and the new
+	// generation ("rev,generation"), so that a reader holding that
+	// revision takes the head from it instead of decoding it again
+	// (WatchOptions.Prior).
+	headerHead = "Homeostat-Head"
 	// subresourceStatus names a write of the status alone to a field
 	// tracker, as the status subresource would take it.
 	subresourceStatus = "status"
@@ -154,6 +160,37 @@ func (s *Store) decode(key string, data []byte, rev uint64, l object.Layout) (*o
 	}
 	o.Metadata.ResourceVersion = strconv.FormatUint(rev, 10)
 	return o, nil
+}
+
+// decodeOver is decode of a value whose header may say its head is that
+// of an earlier revision (headerHead): when prior holds that revision,
+// the head is taken from it (object.DecodeOver), else the value is
+// decoded.
+func (s *Store) decodeOver(key string, data []byte, rev uint64, l object.Layout, h nats.Header, prior Prior) (*object.Object, error) {
+	if prior != nil && l != (object.Layout{}) {
+		if base, gen, ok := headIn(h); ok && base < rev {
+			if p := prior(key, base); p != nil {
+				if o, ok := object.DecodeOver(data, l, p, gen); ok {
+					o.Metadata.ResourceVersion = strconv.FormatUint(rev, 10)
+					return o, nil
+				}
+			}
+		}
+	}
+	return s.decode(key, data, rev, l)
+}
+
+// headIn reads headerHead: the revision a write's head is that of, and
+// its generation; false when there is none to read.
+func headIn(h nats.Header) (rev uint64, generation int64, ok bool) {
+	v := h.Get(headerHead)
+	if v == "" {
+		return 0, 0, false
+	}
+	r, g, found := strings.Cut(v, ",")
+	rev, err1 := strconv.ParseUint(r, 10, 64)
+	generation, err2 := strconv.ParseInt(g, 10, 64)
+	return rev, generation, found && err1 == nil && err2 == nil && rev > 0
 }
 
 // stored is an object's stored form, and where its parts lie in it.
@@ -419,6 +456,9 @@ func (s *Store) Update(ctx context.Context, o *object.Object, opts UpdateOptions
 		return nil, err
 	}
 	hdr := st.header()
+	if st.layout != "" && object.SameHead(cur, n) {
+		hdr[headerHead] = []string{strconv.FormatUint(rev, 10) + "," + strconv.FormatInt(n.Metadata.Generation, 10)}
+	}
 	var by *Author
 	verb := VerbUpdated
 	if sub == subresourceStatus {

@@ -115,7 +115,19 @@ type WatchOptions struct {
 	Raw bool
 	// Progress asks a watch of every key for Progress events after Synced.
 	Progress bool
+	// Prior, when set, is asked for the reader's copy of a key at an
+	// earlier revision: a change whose writer left the head as that
+	// revision had it (a status written, a pod bound) is then decoded
+	// over it, its metadata shared, not decoded again. Prior returns nil
+	// when it does not hold that revision; what it returns must keep the
+	// metadata as it was decoded. Not used by a watch a store's fanout
+	// serves.
+	Prior Prior
 }
+
+// Prior returns a watch's reader's copy of key at revision rev, nil when
+// it holds none (see WatchOptions.Prior).
+type Prior func(key string, rev uint64) *object.Object
 
 func (s *Store) filter(namespace, key string) string {
 	switch {
@@ -157,12 +169,12 @@ func (s *Store) Watch(ctx context.Context, opts WatchOptions) (<-chan Event, err
 			return f.watch(ctx, opts, next, last, ended), nil
 		}
 	}
-	decode := s.toEvent
+	decode := func(m rawMsg, live bool) Event { return s.toEvent(m, live, opts.Prior) }
 	switch {
 	case opts.Raw:
 		decode = s.rawEvent
 	case opts.Shared:
-		decode = s.sharedEvent
+		decode = func(m rawMsg, live bool) Event { return s.sharedEvent(m, live, opts.Prior) }
 	}
 	if opts.skipsAny() {
 		full := decode
@@ -277,7 +289,7 @@ func (s *Store) withProgress(decode func(rawMsg, bool) Event, progress bool) fun
 }
 
 // toEvent classifies one stored message. Before sync, every value is Added.
-func (s *Store) toEvent(m rawMsg, live bool) Event {
+func (s *Store) toEvent(m rawMsg, live bool, prior Prior) Event {
 	ev := s.rawEvent(m, live)
 	data := ev.Raw
 	ev.Raw = nil
@@ -291,7 +303,7 @@ func (s *Store) toEvent(m rawMsg, live bool) Event {
 		}
 		return ev
 	}
-	o, err := s.decode(ev.Key, data, m.seq, ev.Layout)
+	o, err := s.decodeOver(ev.Key, data, m.seq, ev.Layout, m.header, prior)
 	if err != nil {
 		ev.Type, ev.Err = Corrupt, err
 		return ev

@@ -170,6 +170,8 @@ type Keep func(o *object.Object, value any) *object.Object
 // SetKeep makes the informer keep, of each object, what fn returns. Get,
 // List, its indexes and its handlers see what fn kept, which must never
 // be written back over the stored object: a writer reads the stored one.
+// fn must leave the metadata as it is: later revisions whose writers left
+// the head alone are decoded over the object kept (bus.WatchOptions.Prior).
 // Its decoder sees the object whole, and as old the key's previous
 // object as kept. Call before the manager runs.
 func (i *Informer) SetKeep(fn Keep) {
@@ -314,6 +316,22 @@ func (i *Informer) WaitForRevision(ctx context.Context, rev uint64, timeout time
 			return false
 		}
 	}
+}
+
+// prior is the cached object of key if it is at revision rev, for the
+// watch to decode a change that kept its head over (bus.WatchOptions.Prior):
+// what Keep leaves of an object keeps its metadata.
+func (i *Informer) prior(key string, rev uint64) *object.Object {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	e := i.items[key]
+	if e == nil || e.obj == nil {
+		return nil
+	}
+	if r, err := bus.Revision(e.obj.Metadata.ResourceVersion); err != nil || r != rev {
+		return nil
+	}
+	return e.obj
 }
 
 func (i *Informer) indexAdd(name, key string, e *entry, vals []string) {
@@ -488,7 +506,8 @@ func (i *Informer) watch(ctx context.Context, after uint64) error {
 	i.mu.RLock()
 	serving := i.serving
 	i.mu.RUnlock()
-	ch, err := i.store.Watch(ctx, bus.WatchOptions{AfterRevision: after, Buffer: informerBuffer, Shared: true, Serving: serving, Progress: true})
+	ch, err := i.store.Watch(ctx, bus.WatchOptions{AfterRevision: after, Buffer: informerBuffer, Shared: true, Serving: serving, Progress: true,
+		Prior: i.prior})
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,8 @@ package reconcile
 import (
 	"errors"
 	"testing"
+
+	"github.com/homeostat/homeostat/object"
 )
 
 // TestSyncedRevision: at Synced an informer claims the stream's revision
@@ -32,5 +34,27 @@ func TestSyncedRevision(t *testing.T) {
 				t.Fatalf("syncedRevision(%d, %d) = %d, want %d", tc.read, tc.baseline, got, tc.want)
 			}
 		})
+	}
+}
+
+// An informer offers its watch a key's cached object only at the
+// revision asked for: one of another revision may hold another head.
+func TestInformerPrior(t *testing.T) {
+	kept := &object.Object{Metadata: object.Meta{Name: "p", Namespace: "ns", ResourceVersion: "7"}}
+	i := &Informer{items: map[string]*entry{"ns.p": {obj: kept}, "ns.gone": {}}}
+	for _, tc := range []struct {
+		key  string
+		rev  uint64
+		want *object.Object
+	}{
+		{"ns.p", 7, kept},
+		{"ns.p", 6, nil},
+		{"ns.p", 8, nil},
+		{"ns.q", 7, nil},
+		{"ns.gone", 7, nil},
+	} {
+		if got := i.prior(tc.key, tc.rev); got != tc.want {
+			t.Errorf("prior(%s, %d) = %v, want %v", tc.key, tc.rev, got, tc.want)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/homeostat/homeostat/bus"
 	"github.com/homeostat/homeostat/bus/bustest"
@@ -298,5 +299,51 @@ func TestInformerReachesAConfirmedRevision(t *testing.T) {
 		if _, delivered, _ := inf.Snapshot(); delivered < rev {
 			t.Fatalf("the informer reached %d but says it delivered up to %d", rev, delivered)
 		}
+	}
+}
+
+// A change whose writer left the head alone (a status written) is
+// decoded over the object the informer keeps of the revision before: the
+// kept object's metadata comes through shared, not decoded again. A
+// change of the head is decoded whole.
+func TestInformerDecodesOverWhatItKeeps(t *testing.T) {
+	ctx := t.Context()
+	s := store(t, bustest.Conn(t))
+	inf := reconcile.NewInformer(widgets, s, nil)
+	var mu sync.Mutex
+	var last *object.Object
+	var over []bool
+	inf.SetKeep(func(o *object.Object, _ any) *object.Object {
+		mu.Lock()
+		defer mu.Unlock()
+		over = append(over, last != nil && unsafe.StringData(o.Metadata.Name) == unsafe.StringData(last.Metadata.Name))
+		// The name as a string of its own, which no decoding hands out.
+		c := *o
+		c.Metadata.Name = strings.Clone(o.Metadata.Name)
+		last = &c
+		return &c
+	})
+	running(t, inf)
+	cur, err := s.Create(ctx, widget("w"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held(t, inf, cur)
+	for _, change := range []func(o *object.Object){
+		func(o *object.Object) { o.Status = json.RawMessage(`{"ready":1}`) },
+		func(o *object.Object) { o.Metadata.Labels = map[string]string{"x": "y"} },
+		func(o *object.Object) { o.Status = json.RawMessage(`{"ready":2}`) },
+	} {
+		n := cur.Clone()
+		change(n)
+		if cur, err = s.Update(ctx, n, bus.UpdateOptions{Current: cur}); err != nil {
+			t.Fatal(err)
+		}
+		held(t, inf, cur)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []bool{false, true, false, true}; !slices.Equal(over, want) {
+		t.Fatalf("decoded over the kept object: %v, want %v", over, want)
 	}
 }
