@@ -162,37 +162,6 @@ func (s *Store) decode(key string, data []byte, rev uint64, l object.Layout) (*o
 	return o, nil
 }
 
-// decodeOver is decode of a value whose header may say its head is that
-// of an earlier revision (headerHead): when prior holds that revision,
-// the head is taken from it (object.DecodeOver), else the value is
-// decoded.
-func (s *Store) decodeOver(key string, data []byte, rev uint64, l object.Layout, h nats.Header, prior Prior) (*object.Object, error) {
-	if prior != nil && l != (object.Layout{}) {
-		if base, gen, ok := headIn(h); ok && base < rev {
-			if p := prior(key, base); p != nil {
-				if o, ok := object.DecodeOver(data, l, p, gen); ok {
-					o.Metadata.ResourceVersion = strconv.FormatUint(rev, 10)
-					return o, nil
-				}
-			}
-		}
-	}
-	return s.decode(key, data, rev, l)
-}
-
-// headIn reads headerHead: the revision a write's head is that of, and
-// its generation; false when there is none to read.
-func headIn(h nats.Header) (rev uint64, generation int64, ok bool) {
-	v := h.Get(headerHead)
-	if v == "" {
-		return 0, 0, false
-	}
-	r, g, found := strings.Cut(v, ",")
-	rev, err1 := strconv.ParseUint(r, 10, 64)
-	generation, err2 := strconv.ParseInt(g, 10, 64)
-	return rev, generation, found && err1 == nil && err2 == nil && rev > 0
-}
-
 // stored is an object's stored form, and where its parts lie in it.
 type stored struct {
 	data   []byte
@@ -397,9 +366,13 @@ func (s *Store) tombstoneRevision(ctx context.Context, key string, a *Authority)
 // UpdateOptions tune Update.
 type UpdateOptions struct {
 	// Current is the stored version the caller read, at the revision named
-	// by the new object's resourceVersion; given, it saves a read. Its
-	// parts are taken as the store holds them: a part of the new object
-	// that is Current's byte for byte is written as it is, unchecked.
+	// by the new object's resourceVersion, as a read gave it or as Create
+	// or Update returned it, unchanged (a cache's copy whose Keep left the
+	// metadata and the parts the write keeps as they were); given, it
+	// saves a read. The write trusts it: a part of the new object that is
+	// Current's byte for byte is written as it is, unchecked, and a head
+	// that is Current's is told its readers as the stored one's
+	// (headerHead).
 	Current *object.Object
 }
 
@@ -457,7 +430,7 @@ func (s *Store) Update(ctx context.Context, o *object.Object, opts UpdateOptions
 	}
 	hdr := st.header()
 	if st.layout != "" && object.SameHead(cur, n) {
-		hdr[headerHead] = []string{strconv.FormatUint(rev, 10) + "," + strconv.FormatInt(n.Metadata.Generation, 10)}
+		hdr[headerHead] = []string{headOf(rev, n.Metadata.Generation)}
 	}
 	var by *Author
 	verb := VerbUpdated

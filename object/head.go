@@ -1,7 +1,5 @@
 package object
 
-import "bytes"
-
 // An object's head is what its encoding holds before its parts: its
 // apiVersion, kind and metadata but for the managed fields. Most writes
 // leave it as it was but for the generation (a status written, a pod
@@ -39,14 +37,6 @@ func DecodeOver(data []byte, l Layout, prior *Object, generation int64) (*Object
 	}
 	o := &Object{APIVersion: prior.APIVersion, Kind: prior.Kind, Metadata: prior.Metadata}
 	o.Metadata.Generation, o.Metadata.ManagedFields, o.Metadata.ResourceVersion = generation, nil, ""
-	if mf := l.ManagedFields; mf[1] > 0 {
-		o.Metadata.ManagedFields = internCopy(managedFields, data[mf[0]:mf[1]])
-	}
-	if s := l.Spec; s[1] > 0 {
-		o.Spec = internCopy(specs, data[s[0]:s[1]])
-	}
-	if s := l.Status; s[1] > 0 {
-		o.Status = bytes.Clone(data[s[0]:s[1]])
-	}
+	o.takeParts(data, l)
 	return o, true
 }

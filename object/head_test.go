@@ -39,6 +39,13 @@ func TestSameHeadEveryMember(t *testing.T) {
 	if !SameHead(base, base.Clone()) {
 		t.Error("a copy's head differs")
 	}
+	// The same instant in another zone encodes otherwise.
+	at, elsewhere := base.Clone(), base.Clone()
+	at.Metadata.CreationTimestamp = time.Unix(1e9, 0).UTC()
+	elsewhere.Metadata.CreationTimestamp = time.Unix(1e9, 0).In(time.FixedZone("east", 3600))
+	if SameHead(at, elsewhere) {
+		t.Error("times that encode otherwise make the same head")
+	}
 	if SameHead(nil, base) || SameHead(base, nil) {
 		t.Error("nil has a head")
 	}

@@ -52,9 +52,8 @@ func EncodeLayoutOver(o, prev *Object) ([]byte, Layout, error) {
 	if prev == nil || len(o.Fields) > 0 {
 		return EncodeLayout(o)
 	}
-	same := func(a, b []byte) bool { return len(a) > 0 && bytes.Equal(a, b) }
-	keepFields, keepSpec, keepStatus := same(o.Metadata.ManagedFields, prev.Metadata.ManagedFields),
-		same(o.Spec, prev.Spec), same(o.Status, prev.Status)
+	keepFields, keepSpec, keepStatus := samePart(o.Metadata.ManagedFields, prev.Metadata.ManagedFields),
+		samePart(o.Spec, prev.Spec), samePart(o.Status, prev.Status)
 	if !keepFields && !keepSpec && !keepStatus {
 		return EncodeLayout(o)
 	}
@@ -158,6 +157,13 @@ func DecodeLayout(data []byte, l Layout) (*Object, error) {
 	if err != nil || o == nil || o.Spec != nil || o.Status != nil || o.Fields != nil {
 		return Decode(data)
 	}
+	(*Object)(o).takeParts(data, l)
+	return (*Object)(o), nil
+}
+
+// takeParts sets o's managed fields, spec and status to those of data,
+// which l fits, as they are written there.
+func (o *Object) takeParts(data []byte, l Layout) {
 	if mf := l.ManagedFields; mf[1] > 0 {
 		o.Metadata.ManagedFields = internCopy(managedFields, data[mf[0]:mf[1]])
 	}
@@ -167,7 +173,6 @@ func DecodeLayout(data []byte, l Layout) (*Object, error) {
 	if s := l.Status; s[1] > 0 {
 		o.Status = bytes.Clone(data[s[0]:s[1]])
 	}
-	return (*Object)(o), nil
 }
 
 // Parts returns the spec and status of data, encoded with layout l, as

@@ -120,6 +120,9 @@ func NewControllerRef(owner *Object) OwnerReference {
 	}
 }
 
+// samePart reports whether a is a part (not none) that is b byte for byte.
+func samePart(a, b []byte) bool { return len(a) > 0 && bytes.Equal(a, b) }
+
 // SharingWith returns a shallow copy of o whose spec, other fields,
 // managed fields, labels and annotations are prev's where they are the
 // same, so that a version kept after a write that changed the rest (a
@@ -127,12 +130,11 @@ func NewControllerRef(owner *Object) OwnerReference {
 // a host of 100,000 pods that was 2.4 KB a pod. Neither o nor prev is changed;
 // all three share what they share read-only, as cached objects are.
 func (o *Object) SharingWith(prev *Object) *Object {
-	same := func(a, b stdjson.RawMessage) bool { return len(a) > 0 && bytes.Equal(a, b) }
 	c := *o
-	if same(o.Spec, prev.Spec) {
+	if samePart(o.Spec, prev.Spec) {
 		c.Spec = prev.Spec
 	}
-	if same(o.Metadata.ManagedFields, prev.Metadata.ManagedFields) {
+	if samePart(o.Metadata.ManagedFields, prev.Metadata.ManagedFields) {
 		c.Metadata.ManagedFields = prev.Metadata.ManagedFields
 	}
 	if len(o.Metadata.Labels) > 0 && maps.Equal(o.Metadata.Labels, prev.Metadata.Labels) {
@@ -144,7 +146,7 @@ func (o *Object) SharingWith(prev *Object) *Object {
 	if o.Fields != nil {
 		c.Fields = make(map[string]stdjson.RawMessage, len(o.Fields))
 		for k, v := range o.Fields {
-			if pv := prev.Fields[k]; same(v, pv) {
+			if pv := prev.Fields[k]; samePart(v, pv) {
 				v = pv
 			}
 			c.Fields[k] = v

@@ -38,10 +38,11 @@ func TestSyncedRevision(t *testing.T) {
 }
 
 // An informer offers its watch a key's cached object only at the
-// revision asked for: one of another revision may hold another head.
+// revision asked for, and only once synced: one of another revision may
+// hold another head.
 func TestInformerPrior(t *testing.T) {
 	kept := &object.Object{Metadata: object.Meta{Name: "p", Namespace: "ns", ResourceVersion: "7"}}
-	i := &Informer{items: map[string]*entry{"ns.p": {obj: kept}, "ns.gone": {}}}
+	i := &Informer{items: map[string]*entry{"ns.p": {obj: kept}, "ns.gone": {}}, synced: true}
 	for _, tc := range []struct {
 		key  string
 		rev  uint64
@@ -56,5 +57,11 @@ func TestInformerPrior(t *testing.T) {
 		if got := i.prior(tc.key, tc.rev); got != tc.want {
 			t.Errorf("prior(%s, %d) = %v, want %v", tc.key, tc.rev, got, tc.want)
 		}
+	}
+	// Listing afresh, the cache may hold a bucket made before, whose
+	// revisions the new one numbers again.
+	i.synced = false
+	if got := i.prior("ns.p", 7); got != nil {
+		t.Errorf("prior offered %v before a list afresh synced", got)
 	}
 }

@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -340,6 +341,13 @@ func TestInformerDecodesOverWhatItKeeps(t *testing.T) {
 			t.Fatal(err)
 		}
 		held(t, inf, cur)
+		stored, err := s.Get(ctx, cur.Key())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kept, _ := inf.Get(cur.Key()); !reflect.DeepEqual(kept, stored) {
+			t.Fatalf("the informer holds\n%+v\nthe store\n%+v", kept, stored)
+		}
 	}
 	mu.Lock()
 	defer mu.Unlock()
