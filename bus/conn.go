@@ -94,10 +94,15 @@ func bounded(ctx context.Context) (context.Context, context.CancelFunc) {
 // parent (an API create made six timeouts, three of them inside sooner
 // ones).
 func within(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
+	return by(ctx, time.Now().Add(d))
+}
+
+// by is within for a deadline: ctx itself when its own comes as soon.
+func by(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && !dl.After(deadline) {
 		return ctx, func() {}
 	}
-	return context.WithTimeout(ctx, d)
+	return context.WithDeadline(ctx, deadline)
 }
 
 // tryTimeout bounds one attempt of a request that a leader answers (a

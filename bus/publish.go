@@ -38,11 +38,12 @@ func (c *Conn) publish(ctx context.Context, msg *nats.Msg, opts ...jetstream.Pub
 }
 
 func (c *Conn) publishOnce(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
-	return c.publishBy(ctx, time.Now().Add(tryTimeout), msg, opts...)
+	return c.publishBy(ctx, time.Time{}, msg, opts...)
 }
 
-// publishBy is one attempt of a publish, bounded by deadline or by
-// tryTimeout from now, whichever comes sooner, and counted as a write.
+// publishBy is one attempt of a publish, bounded by deadline (none when
+// zero) or by tryTimeout from now, whichever comes sooner, and counted as
+// a write.
 func (c *Conn) publishBy(ctx context.Context, deadline time.Time, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
 	ack, err := c.storeBy(ctx, deadline, msg, opts...)
 	if err == nil {
@@ -54,22 +55,20 @@ func (c *Conn) publishBy(ctx context.Context, deadline time.Time, msg *nats.Msg,
 // storeOnce is one attempt of a publish, not counted among the store's
 // writes (a confirmation's, see confirm.go).
 func (c *Conn) storeOnce(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
-	return c.storeBy(ctx, time.Now().Add(tryTimeout), msg, opts...)
+	return c.storeBy(ctx, time.Time{}, msg, opts...)
 }
 
-// storeBy is storeOnce bounded by deadline too: one context for both
-// bounds, made only when it bounds more than ctx does. A write bounded
-// first as a whole and then as an attempt made two, each with a timer
-// registered with its parent: a tenth of a node agent's status write.
+// storeBy is storeOnce bounded by deadline too (none when zero): one
+// context for both bounds, made only when it bounds more than ctx does.
+// A write bounded first as a whole and then as an attempt made two, each
+// with a timer registered with its parent: a tenth of a node agent's
+// status write.
 func (c *Conn) storeBy(ctx context.Context, deadline time.Time, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
-	if try := time.Now().Add(tryTimeout); try.Before(deadline) {
+	if try := time.Now().Add(tryTimeout); deadline.IsZero() || try.Before(deadline) {
 		deadline = try
 	}
-	if dl, ok := ctx.Deadline(); !ok || deadline.Before(dl) {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, deadline)
-		defer cancel()
-	}
+	ctx, cancel := by(ctx, deadline)
+	defer cancel()
 	ack, err := c.js.PublishMsg(ctx, msg, opts...)
 	return ack, translate(err)
 }
@@ -117,7 +116,7 @@ func (c *Conn) casPublish(ctx context.Context, stream string, msg *nats.Msg, exp
 		}
 		if first { // what follows a failed attempt is bounded by the write's deadline
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithDeadline(ctx, deadline)
+			ctx, cancel = by(ctx, deadline)
 			defer cancel()
 		}
 		uncertain = uncertain || errors.Is(err, ErrUnavailable)

@@ -39,7 +39,10 @@ const (
 	// (object.SameHead), names the revision it wrote over and the new
 	// generation ("rev,generation"), so that a reader holding that
 	// revision takes the head from it instead of decoding it again
-	// (WatchOptions.Prior).
+	// (WatchOptions.Prior). Its own header, not the server's
+	// Nats-Expected-Last-Subject-Sequence: that one says what the write
+	// was conditioned on, not that the head stayed, and a stream that
+	// sources another drops it.
 	headerHead = "Homeostat-Head"
 	// subresourceStatus names a write of the status alone to a field
 	// tracker, as the status subresource would take it.
