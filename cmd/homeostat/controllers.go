@@ -27,7 +27,7 @@ func newControllers(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			log := g.logger()
-			return withTracing(ctx, "homeostat-controllers", func() error {
+			return runRole(ctx, "homeostat-controllers", func() error {
 				conn, err := bf.connect(ctx, "homeostat-controllers", "", log)
 				if err != nil {
 					return err

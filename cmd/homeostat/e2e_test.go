@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -87,7 +88,8 @@ func startUpWith(t *testing.T, dataDir string, env []string, extra ...string) *s
 	}
 	args = append(args, extra...)
 	cmd := exec.Command(binary(t), args...)
-	cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=", "HOMEOSTAT_SERVER=", "KUBECONFIG=")
+	// GOGC too: one given would stand, where the tests check the pace.
+	cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=", "HOMEOSTAT_SERVER=", "KUBECONFIG=", "GOGC=")
 	cmd.Env = append(cmd.Env, env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -267,7 +269,9 @@ func TestBinaryUpApplyGetDelete(t *testing.T) {
 	if out := s.must("", "get", "ns,deploy", "-n", "shop"); !strings.Contains(out, "shop ") || !strings.Contains(out, "\nweb ") {
 		t.Fatalf("get ns,deploy:\n%s", out)
 	}
-	// The process serves its metrics: queues, reconciles, informers.
+	// The process serves its metrics: queues, reconciles, informers, and
+	// its collector paced (a heap this small may grow by far more than
+	// itself between collections: GOGC above Go's 100).
 	poll.Until(t, "controller metrics", 15*time.Second, func() bool {
 		resp, err := s.http.Get(s.url + "/metrics")
 		if err != nil {
@@ -279,7 +283,7 @@ func TestBinaryUpApplyGetDelete(t *testing.T) {
 		return strings.Contains(m, `homeostat_reconcile_duration_seconds_count{controller="deployment"`) &&
 			strings.Contains(m, `homeostat_workqueue_depth{controller="replicaset"}`) &&
 			strings.Contains(m, `homeostat_informer_synced{kind="Pod"} 1`) &&
-			strings.Contains(m, `homeostat_workqueue_adds_total{controller="deployment"}`)
+			strings.Contains(m, `homeostat_workqueue_adds_total{controller="deployment"}`) && pacedGOGC(m) > 100
 	})
 	// A changed manifest configures; a removed label goes away.
 	changed := strings.Replace(e2eManifest, "replicas: 2", "replicas: 4", 1)
@@ -314,6 +318,16 @@ func TestBinaryUpApplyGetDelete(t *testing.T) {
 	if out := s2.must("", "apply", "-f", file); !strings.Contains(out, "deployment.apps/web unchanged") {
 		t.Fatalf("apply after restart:\n%s", out)
 	}
+}
+
+// pacedGOGC is the GOGC a process's metrics report, 0 when they do not.
+func pacedGOGC(metrics string) int {
+	m := regexp.MustCompile(`(?m)^go_gc_gogc_percent (\d+)$`).FindStringSubmatch(metrics)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
 }
 
 // startBackground runs a client verb that keeps streaming (logs -f,

@@ -341,7 +341,7 @@ func newNodeAgent(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			return withTracing(ctx, "homeostat-nodeagent", func() error {
+			return runRole(ctx, "homeostat-nodeagent", func() error {
 				// A real node's agent holds only its node's permissions
 				// on the bus; a host of simulated nodes writes for all of
 				// its nodes (the simulated role's credentials).
@@ -376,7 +376,7 @@ func newScheduler(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			log := g.logger()
-			return withTracing(ctx, "homeostat-scheduler", func() error {
+			return runRole(ctx, "homeostat-scheduler", func() error {
 				conn, err := bf.connect(ctx, "homeostat-scheduler", "", log)
 				if err != nil {
 					return err

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/homeostat/homeostat/bus"
+	"github.com/homeostat/homeostat/gcpace"
 	"github.com/homeostat/homeostat/tracing"
 )
 
@@ -71,14 +72,32 @@ func envOr(k, def string) string {
 	return def
 }
 
-// withTracing runs fn with the process's tracer provider installed.
-func withTracing(ctx context.Context, service string, fn func() error) error {
+// runRole runs a server role, fn, with the process's tracer provider
+// installed and its collector paced (rolePace).
+func runRole(ctx context.Context, service string, fn func() error) error {
+	defer pace(ctx, rolePace)()
 	shutdown, err := tracing.Setup(ctx, tracing.Options{Service: service})
 	if err != nil {
 		return fmt.Errorf("tracing: %w", err)
 	}
 	defer func() { _ = shutdown(context.WithoutCancel(ctx)) }()
 	return fn()
+}
+
+// rolePace is a server role's collector: Go's default, but the heap may
+// always grow by 128 MiB between collections. A role's live heap is its
+// caches; while it is small, the default collected tens of times a second
+// under load (docs/performance.md, "A server's collector given
+// headroom"). From a live heap of that size up, it is the default.
+var rolePace = gcpace.Pace{Percent: 100, Headroom: 128 << 20}
+
+// pace runs gcpace.Run with p until ctx ends or the returned stop is
+// called, which waits for it.
+func pace(ctx context.Context, p gcpace.Pace) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); gcpace.Run(ctx, p) }()
+	return func() { cancel(); <-done }
 }
 
 func newAPI(g *globals) *cobra.Command {
@@ -92,7 +111,7 @@ func newAPI(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			log := g.logger()
-			return withTracing(ctx, "homeostat-api", func() error {
+			return runRole(ctx, "homeostat-api", func() error {
 				conn, err := bf.connect(ctx, "homeostat-api", "", log)
 				if err != nil {
 					return err

@@ -49,7 +49,7 @@ func newUp(g *globals) *cobra.Command {
 		Short: "Run all of Homeostat in one process over an embedded NATS server",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withTracing(cmd.Context(), "homeostat", func() error { return runUp(cmd.Context(), g, o) })
+			return runRole(cmd.Context(), "homeostat", func() error { return runUp(cmd.Context(), g, o) })
 		},
 	}
 	f := cmd.Flags()
