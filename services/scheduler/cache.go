@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -134,6 +135,9 @@ func (c *cache) removeNode(name string) {
 func (c *cache) setPod(key string, p *kinds.Pod) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.replace(key, p) {
+		return
+	}
 	c.uncount(key)
 	if p == nil || p.Terminal() {
 		delete(c.assumed, key)
@@ -150,6 +154,60 @@ func (c *cache) setPod(key string, p *kinds.Pod) {
 		delete(c.assumed, key)
 	}
 	c.count(key, node, p)
+}
+
+// replace puts p in the place of the pod counted under key when it
+// counts the same on the same node (countsAlike): a status written, or
+// the bind of a pod assumed there. Most of a pod's changes are such, and
+// uncounting and counting again touched six maps for nothing.
+func (c *cache) replace(key string, p *kinds.Pod) bool {
+	if p == nil || p.Terminal() {
+		return false
+	}
+	node, ok := c.podNode[key]
+	if !ok {
+		return false
+	}
+	if want := p.Spec.NodeName; want != node && (want != "" || c.assumed[key] != node) {
+		return false
+	}
+	n := c.nodes[node]
+	if n == nil || n.pods[key] == nil || !countsAlike(n.pods[key], p) {
+		return false
+	}
+	n.pods[key] = p
+	if _, ok := c.anti[key]; ok {
+		c.anti[key] = p
+	}
+	if p.Spec.NodeName != "" {
+		delete(c.assumed, key)
+	}
+	return true
+}
+
+// countsAlike reports whether two versions of a pod count the same on a
+// node: the same controller, requests and ports, and anti-affinity or
+// none. The same spec does (specs are shared when equal).
+func countsAlike(a, b *kinds.Pod) bool {
+	ra, oka := a.Metadata.ControllerOf()
+	rb, okb := b.Metadata.ControllerOf()
+	if oka != okb || ra.UID != rb.UID {
+		return false
+	}
+	if a.Spec == b.Spec {
+		return true
+	}
+	cpuA, memA := podRequests(a.Spec)
+	cpuB, memB := podRequests(b.Spec)
+	return cpuA == cpuB && memA == memB && hasAntiAffinity(a.Spec) == hasAntiAffinity(b.Spec) &&
+		slices.Equal(hostPorts(a.Spec), hostPorts(b.Spec))
+}
+
+// hasAntiAffinity reports required anti-affinity terms, which the cache
+// keeps the pod for (cache.anti).
+func hasAntiAffinity(spec *kinds.PodSpec) bool {
+	a := spec.Affinity
+	return a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.Required) > 0
 }
 
 func (c *cache) count(key, node string, p *kinds.Pod) {
@@ -169,7 +227,7 @@ func (c *cache) count(key, node string, p *kinds.Pod) {
 		n.ports[hp]++
 	}
 	c.podNode[key] = node
-	if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.Required) > 0 {
+	if hasAntiAffinity(p.Spec) {
 		c.anti[key] = p
 	}
 }

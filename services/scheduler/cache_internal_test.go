@@ -96,3 +96,83 @@ func TestOwnedCountsFollowThePods(t *testing.T) {
 		})
 	}
 }
+
+// podWith is a pod of owner bound to node asking for cpu, with a container
+// port when port is not 0 and required anti-affinity when anti is set.
+func podWith(owner, node, cpu string, port int32, anti bool) *kinds.Pod {
+	p := ownedPod("p", owner, node, "")
+	c := kinds.Container{Name: "c", Resources: kinds.ResourceRequirements{Requests: kinds.ResourceList{"cpu": kinds.Quantity(cpu)}}}
+	if port != 0 {
+		c.Ports = []kinds.ContainerPort{{ContainerPort: port}}
+	}
+	p.Spec.Containers = []kinds.Container{c}
+	if anti {
+		p.Spec.Affinity = &kinds.Affinity{PodAntiAffinity: &kinds.PodAntiAffinity{Required: []kinds.PodAffinityTerm{{TopologyKey: "kubernetes.io/hostname"}}}}
+	}
+	return p
+}
+
+// Two versions of a pod count alike when a node's sums, counts and
+// anti-affinity set would not move between them.
+func TestCountsAlike(t *testing.T) {
+	base := podWith("rs1", "n1", "100m", 0, false)
+	sameSpec := ownedPod("p", "rs1", "n1", kinds.PodRunning)
+	sameSpec.Spec = base.Spec
+	for _, tc := range []struct {
+		name string
+		b    *kinds.Pod
+		want bool
+	}{
+		{"the same spec, another status", sameSpec, true},
+		{"an equal spec, bound", podWith("rs1", "n2", "100m", 0, false), true},
+		{"another controller", podWith("rs2", "n1", "100m", 0, false), false},
+		{"no controller", podWith("", "n1", "100m", 0, false), false},
+		{"other requests", podWith("rs1", "n1", "200m", 0, false), false},
+		{"a port", podWith("rs1", "n1", "100m", 8080, false), false},
+		{"anti-affinity", podWith("rs1", "n1", "100m", 0, true), false},
+	} {
+		if got := countsAlike(base, tc.b); got != tc.want {
+			t.Errorf("%s: countsAlike = %v, want %v", tc.name, got, tc.want)
+		}
+		if got := countsAlike(tc.b, base); got != tc.want {
+			t.Errorf("%s, the other way: countsAlike = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if !countsAlike(podWith("rs1", "n1", "100m", 8080, true), podWith("rs1", "n1", "100m", 8080, true)) {
+		t.Error("equal ports and anti-affinity count alike")
+	}
+}
+
+// A node's sums follow its pods' latest versions however they changed:
+// a pod assumed, bound, Running, then asking for more; the cache holds
+// the latest of each, and the anti-affinity set its latest too.
+func TestNodeSumsFollowTheLatest(t *testing.T) {
+	c := newCache()
+	c.setNode(&object.Object{APIVersion: "v1", Kind: "Node", Metadata: object.Meta{Name: "n1"}})
+	assumed := podWith("rs1", "", "100m", 8080, true)
+	bound := podWith("rs1", "n1", "100m", 8080, true)
+	running := ownedPod("p", "rs1", "n1", kinds.PodRunning)
+	running.Spec = bound.Spec
+	more := podWith("rs1", "n1", "300m", 8080, true)
+	for _, s := range []struct {
+		name string
+		pod  *kinds.Pod
+		cpu  int64
+	}{{"assumed", assumed, 100}, {"bound", bound, 100}, {"running", running, 100}, {"asking for more", more, 300}} {
+		if s.pod == assumed {
+			c.mu.Lock()
+			c.assumeLocked("a", "n1", assumed)
+			c.mu.Unlock()
+		} else {
+			c.setPod("a", s.pod)
+		}
+		n := c.nodes["n1"]
+		if n.reqCPU != s.cpu || n.pods["a"] != s.pod || c.anti["a"] != s.pod || n.ports["TCP/8080"] != 1 || n.owned["rs1"] != 1 {
+			t.Fatalf("%s: cpu %d, pod latest %v, anti latest %v, ports %v, owned %v; want cpu %d", s.name,
+				n.reqCPU, n.pods["a"] == s.pod, c.anti["a"] == s.pod, n.ports, n.owned, s.cpu)
+		}
+		if _, ok := c.assumed["a"]; ok != (s.pod == assumed) {
+			t.Fatalf("%s: assumed %v", s.name, ok)
+		}
+	}
+}
