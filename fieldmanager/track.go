@@ -161,7 +161,7 @@ const (
 
 // create is what a create's managed fields depend on: its manager, its
 // kind and the object without the fields the field manager strips, its
-// one owner in stand-ins.
+// one owner in stand-ins, its labels' and annotations' values left out.
 type create struct {
 	content [32]byte // the key of the object as it is
 	owner   *object.OwnerReference
@@ -179,6 +179,7 @@ func newCreate(manager string, o *object.Object) (create, bool) {
 	s := *o
 	s.Metadata.Name, s.Metadata.Namespace, s.Metadata.UID, s.Metadata.ResourceVersion = "", "", "", ""
 	s.Metadata.CreationTimestamp, s.Metadata.Generation = time.Time{}, 0
+	s.Metadata.Labels, s.Metadata.Annotations = keysOnly(o.Metadata.Labels), keysOnly(o.Metadata.Annotations)
 	c := create{prefix: []byte(manager + "\x00" + o.APIVersion + "\x00" + o.Kind + "\x00")}
 	if len(o.Metadata.OwnerReferences) == 1 {
 		c.owner = &o.Metadata.OwnerReferences[0]
@@ -201,6 +202,22 @@ func newCreate(manager string, o *object.Object) (create, bool) {
 	h.Write(b)
 	h.Sum(c.content[:0])
 	return c, true
+}
+
+// keysOnly is m with every value empty. Labels and annotations are maps
+// the field manager takes key by key, so the managed fields of a create
+// name their keys and never their values: the pods of a thousand
+// Deployments labelled each for its own are one create's content, whose
+// shape is found once.
+func keysOnly(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k := range m {
+		out[k] = ""
+	}
+	return out
 }
 
 // shape is the key of the create's shape (shape.go), its kind's type at

@@ -70,6 +70,48 @@ func TestCreatesOfOtherOwners(t *testing.T) {
 	}
 }
 
+// TestCreatesOfOtherLabelValues: creates whose labels and annotations
+// differ in their values alone are one content, answered as the field
+// manager answers each; other keys are another content.
+func TestCreatesOfOtherLabelValues(t *testing.T) {
+	m := builtinManagers(t)
+	pod := func(labels, annotations string) *object.Object {
+		o, err := object.Decode([]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"default",
+ "labels":` + labels + `,"annotations":` + annotations + `},"spec":{"containers":[{"name":"web","command":["sleep","60"]}]}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	first := pod(`{"app":"web-1"}`, `{"note":"one"}`)
+	c1, ok := newCreate("homeostat-controllers", first)
+	if !ok {
+		t.Fatal("a plain pod is not remembered")
+	}
+	for _, tc := range []struct {
+		name        string
+		o           *object.Object
+		sameContent bool
+	}{
+		{"other values", pod(`{"app":"web-2"}`, `{"note":"two"}`), true},
+		{"another label", pod(`{"app":"web-1","tier":"front"}`, `{"note":"one"}`), false},
+		{"another annotation", pod(`{"app":"web-1"}`, `{"other":"one"}`), false},
+	} {
+		c, ok := newCreate("homeostat-controllers", tc.o)
+		if !ok || (c.content == c1.content) != tc.sameContent {
+			t.Errorf("%s: remembered %v, the first's content %v, want %v", tc.name, ok, c.content == c1.content, tc.sameContent)
+		}
+	}
+	for _, o := range []*object.Object{first, pod(`{"app":"web-2"}`, `{"note":"two"}`), pod(`{"app":"web-1","tier":"front"}`, `{"note":"one"}`)} {
+		got := m.Track("homeostat-controllers", "", nil, o.Clone())
+		want := m.Update("homeostat-controllers", "", nil, o.Clone())
+		g, w := decodeEntries(t, got), decodeEntries(t, want)
+		if len(g) != 1 || len(w) != 1 || !object.SameJSON(g[0].FieldsV1.Raw, w[0].FieldsV1.Raw) {
+			t.Fatalf("labels %v: %s, want %s", o.Metadata.Labels, got.Metadata.ManagedFields, want.Metadata.ManagedFields)
+		}
+	}
+}
+
 func quote(s string) string {
 	var b strings.Builder
 	b.WriteByte('"')
