@@ -2,11 +2,11 @@ package object
 
 import (
 	"bytes"
-	stdjson "encoding/json"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/go-json-experiment/json/jsontext"
 	json "github.com/go-json-experiment/json/v1"
 )
 
@@ -59,14 +59,18 @@ func EncodeLayoutOver(o, prev *Object) ([]byte, Layout, error) {
 	}
 	head := *o
 	head.Metadata.ManagedFields, head.Spec, head.Status = nil, nil, nil
-	b, err := json.Marshal((*envelope)(&head))
+	h, err := json.Marshal((*envelope)(&head))
 	if err != nil {
 		return nil, Layout{}, err
 	}
 	// {"apiVersion":…,"kind":…,"metadata":{"name":…}}, its last two
 	// braces put back after the parts that go inside each: the metadata
-	// always has a member (its name) before the managed fields.
-	b = b[:len(b)-2]
+	// always has a member (its name) before the managed fields. Room for
+	// the parts as they are, so that the encoding grows once, not with
+	// each part.
+	b := make([]byte, 0, len(h)+len(managedFieldsName)+len(o.Metadata.ManagedFields)+
+		len(specName)+len(o.Spec)+len(statusName)+len(o.Status))
+	b = append(b, h[:len(h)-2]...)
 	if b, err = appendPart(b, managedFieldsName, o.Metadata.ManagedFields, keepFields); err != nil {
 		return nil, Layout{}, err
 	}
@@ -91,11 +95,8 @@ func appendPart(b []byte, name string, raw []byte, asIs bool) ([]byte, error) {
 	if asIs {
 		return append(b, raw...), nil
 	}
-	v, err := json.Marshal(stdjson.RawMessage(raw))
-	if err != nil {
-		return nil, err
-	}
-	return append(b, v...), nil
+	// Formatted straight into b, as Encode's encoder writes a raw value.
+	return jsontext.AppendFormat(b, raw, json.DefaultOptionsV1())
 }
 
 // layoutOf finds o's parts in b, its encoding, from the end: a part that
