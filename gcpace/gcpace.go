@@ -9,6 +9,7 @@
 package gcpace
 
 import (
+	"cmp"
 	"context"
 	"os"
 	"runtime/debug"
@@ -17,29 +18,36 @@ import (
 )
 
 // Pace says how far the heap may grow beyond what the last collection
-// kept before the next one: Percent of it, and at least Headroom bytes,
-// and at most Max percent of it (none when 0).
+// kept before the next one: Percent of it (Go's GOGC, 100 when 0), and
+// at least Headroom bytes, and at most Max percent of it (none when 0).
 type Pace struct {
 	Percent  int
 	Headroom uint64
 	Max      int
 }
 
-// GOGC is the percent the pace gives at live bytes of live heap (0 when
-// nothing has been measured yet). A Headroom is taken to be under a
-// petabyte.
-func (p Pace) GOGC(live uint64) int {
-	pct := p.Percent
+// Heap is what the runtime grows the heap by between collections: the
+// live heap the last one kept, and the roots it scanned besides
+// (goroutine stacks and globals), which GOGC counts too.
+type Heap struct {
+	Live, Roots uint64
+}
+
+// GOGC is the percent the pace gives for h (zero when nothing has been
+// measured yet). A Headroom is taken to be under a petabyte.
+func (p Pace) GOGC(h Heap) int {
+	pct := cmp.Or(p.Percent, 100)
 	if p.Headroom > 0 {
 		// Rounded up, to leave the whole headroom.
-		need := (p.Headroom*100 + live - 1) / max(live, 1)
-		if live < p.Headroom {
+		scanned := h.Live + h.Roots
+		need := (p.Headroom*100 + scanned - 1) / max(scanned, 1)
+		if h.Live < p.Headroom {
 			// The runtime never lets the heap's goal fall below its
 			// minimum, 4 MiB at GOGC 100 and scaled with it: over a
 			// heap of a few bytes, the percent that leaves the headroom
 			// would put that minimum far beyond it. It is held to
 			// live+headroom.
-			need = min(need, (live+p.Headroom)*100/heapMinimum)
+			need = min(need, (h.Live+p.Headroom)*100/heapMinimum)
 		}
 		pct = max(pct, int(need))
 	}
@@ -64,18 +72,15 @@ func Run(ctx context.Context, p Pace) {
 	if os.Getenv("GOGC") != "" {
 		return
 	}
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	before, current := debug.SetGCPercent(p.Percent), p.Percent
+	current := p.GOGC(Heap{})
+	before := debug.SetGCPercent(current)
 	defer debug.SetGCPercent(before)
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
-		metrics.Read(sample)
-		if sample[0].Value.Kind() == metrics.KindUint64 {
-			if pct := p.GOGC(sample[0].Value.Uint64()); pct != current {
-				debug.SetGCPercent(pct)
-				current = pct
-			}
+		if pct := p.GOGC(Measure()); pct != current {
+			debug.SetGCPercent(pct)
+			current = pct
 		}
 		select {
 		case <-ctx.Done():
@@ -83,4 +88,17 @@ func Run(ctx context.Context, p Pace) {
 		case <-tick.C:
 		}
 	}
+}
+
+// Measure reads the process's heap as its last collection left it.
+func Measure() Heap {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}
+	metrics.Read(s)
+	var v [3]uint64
+	for i := range s {
+		if s[i].Value.Kind() == metrics.KindUint64 {
+			v[i] = s[i].Value.Uint64()
+		}
+	}
+	return Heap{Live: v[0], Roots: v[1] + v[2]}
 }
