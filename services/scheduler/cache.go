@@ -135,9 +135,14 @@ func (c *cache) removeNode(name string) {
 func (c *cache) setPod(key string, p *kinds.Pod) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.replace(key, p) {
-		return
+	if !c.replace(key, p) {
+		c.recount(key, p)
 	}
+}
+
+// recount uncounts the pod under key and counts p, as the cache holds it
+// now.
+func (c *cache) recount(key string, p *kinds.Pod) {
 	c.uncount(key)
 	if p == nil || p.Terminal() {
 		delete(c.assumed, key)
@@ -168,11 +173,15 @@ func (c *cache) replace(key string, p *kinds.Pod) bool {
 	if !ok {
 		return false
 	}
-	if want := p.Spec.NodeName; want != node && (want != "" || c.assumed[key] != node) {
-		return false
+	if want := p.Spec.NodeName; want != node {
+		if a, ok := c.assumed[key]; want != "" || !ok || a != node {
+			return false
+		}
 	}
+	// A node gone from the store keeps its entry while pods count on it;
+	// the last of them to leave takes it away (uncount), so it is theirs.
 	n := c.nodes[node]
-	if n == nil || n.pods[key] == nil || !countsAlike(n.pods[key], p) {
+	if n == nil || n.obj == nil || n.pods[key] == nil || !countsAlike(n.pods[key], p) {
 		return false
 	}
 	n.pods[key] = p

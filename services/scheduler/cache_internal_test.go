@@ -1,7 +1,9 @@
 package scheduler
 
 import (
+	"fmt"
 	"maps"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/homeostat/homeostat/kinds"
@@ -175,4 +177,88 @@ func TestNodeSumsFollowTheLatest(t *testing.T) {
 			t.Fatalf("%s: assumed %v", s.name, ok)
 		}
 	}
+}
+
+// TestReplaceIsARecount: whatever a run of changes, a cache that takes
+// the fast path where it can holds what one that always uncounts and
+// counts again holds, map for map. The pods come from a few shared specs,
+// as equal specs are, so that a change keeps its spec as often as not.
+func TestReplaceIsARecount(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var specs []*kinds.PodSpec
+	for _, node := range []string{"", "n1", "n2", "n3"} {
+		for _, cpu := range []string{"100m", "200m"} {
+			for _, port := range []int32{0, 8080} {
+				for _, anti := range []bool{false, true} {
+					specs = append(specs, podWith("x", node, cpu, port, anti).Spec)
+				}
+			}
+		}
+	}
+	pod := func() *kinds.Pod {
+		if rng.IntN(12) == 0 {
+			return nil
+		}
+		owners := []string{"rs1", "rs2", ""}
+		phases := []string{"", kinds.PodRunning, kinds.PodSucceeded}
+		p := ownedPod("p", owners[rng.IntN(len(owners))], "", phases[rng.IntN(len(phases))])
+		p.Spec = specs[rng.IntN(len(specs))]
+		return p
+	}
+	fast, slow := newCache(), newCache()
+	keys := []string{"a", "b", "c", "d"}
+	for step := range 20000 {
+		key, node := keys[rng.IntN(len(keys))], []string{"n1", "n2", "n3"}[rng.IntN(3)]
+		var what string
+		switch op := rng.IntN(10); {
+		case op == 0:
+			what = "node " + node + " set"
+			o := &object.Object{APIVersion: "v1", Kind: "Node", Metadata: object.Meta{Name: node, Labels: map[string]string{"zone": node}}}
+			fast.setNode(o)
+			slow.setNode(o)
+		case op == 1:
+			what = "node " + node + " removed"
+			fast.removeNode(node)
+			slow.removeNode(node)
+		case op == 2:
+			p := pod()
+			if p == nil {
+				continue
+			}
+			what = "assumed " + key + " on " + node
+			fast.assumeLocked(key, node, p)
+			slow.assumeLocked(key, node, p)
+		case op == 3:
+			what = "forgot " + key
+			fast.forget(key)
+			slow.forget(key)
+		default:
+			p := pod()
+			what = "set " + key
+			fast.setPod(key, p)
+			slow.recount(key, p)
+		}
+		if diff := cacheDiff(fast, slow); diff != "" {
+			t.Fatalf("step %d (%s): %s", step, what, diff)
+		}
+	}
+}
+
+// cacheDiff says where two caches differ, "" when they do not.
+func cacheDiff(a, b *cache) string {
+	if !maps.Equal(a.podNode, b.podNode) || !maps.Equal(a.assumed, b.assumed) || !maps.Equal(a.anti, b.anti) || a.dirty != b.dirty {
+		return fmt.Sprintf("pods on nodes %v / %v, assumed %v / %v, anti %v / %v, dirty %v / %v",
+			a.podNode, b.podNode, a.assumed, b.assumed, a.anti, b.anti, a.dirty, b.dirty)
+	}
+	if len(a.nodes) != len(b.nodes) {
+		return fmt.Sprintf("%d nodes, %d", len(a.nodes), len(b.nodes))
+	}
+	for name, x := range a.nodes {
+		y := b.nodes[name]
+		if y == nil || x.obj != y.obj || x.reqCPU != y.reqCPU || x.reqMem != y.reqMem || !maps.Equal(x.pods, y.pods) ||
+			!maps.Equal(x.owned, y.owned) || !maps.Equal(x.ports, y.ports) || !maps.Equal(x.labels, y.labels) {
+			return fmt.Sprintf("node %s: %+v / %+v", name, x, y)
+		}
+	}
+	return ""
 }
