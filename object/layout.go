@@ -2,6 +2,7 @@ package object
 
 import (
 	"bytes"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,8 +96,13 @@ func appendPart(b []byte, name string, raw []byte, asIs bool) ([]byte, error) {
 	if asIs {
 		return append(b, raw...), nil
 	}
-	// Formatted straight into b, as Encode's encoder writes a raw value.
-	return jsontext.AppendFormat(b, raw, json.DefaultOptionsV1())
+	// Formatted as Encode's encoder writes a raw value, and appended to
+	// b without a copy of its own in between.
+	out, err := jsontext.AppendFormat(b, raw, json.DefaultOptionsV1())
+	if err != nil {
+		return nil, fmt.Errorf("object: %s %w", strings.Trim(name, `,":`), err)
+	}
+	return out, nil
 }
 
 // layoutOf finds o's parts in b, its encoding, from the end: a part that
