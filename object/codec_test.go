@@ -20,6 +20,21 @@ func readPod(tb testing.TB) []byte {
 	return bytes.TrimSpace(b)
 }
 
+// asStored is o encoded and decoded again: its parts as a store holds
+// them.
+func asStored(tb testing.TB, o *Object) *Object {
+	tb.Helper()
+	b, err := Encode(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	back, err := Decode(b)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return back
+}
+
 // The codec is encoding/json's, run faster: on inputs that tell JSON codecs
 // apart, it decodes what the standard library decodes, fails where it
 // fails, and encodes the same bytes.

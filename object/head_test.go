@@ -100,14 +100,7 @@ func TestDecodeOver(t *testing.T) {
 	}
 	for name, change := range changes {
 		t.Run(name, func(t *testing.T) {
-			stored, err := Encode(pod)
-			if err != nil {
-				t.Fatal(err)
-			}
-			prior, err := Decode(stored)
-			if err != nil {
-				t.Fatal(err)
-			}
+			prior := asStored(t, pod)
 			n := prior.Clone()
 			change(n)
 			if !SameHead(prior, n) {

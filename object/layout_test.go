@@ -212,14 +212,7 @@ func TestEncodeLayoutOver(t *testing.T) {
 	for sname, start := range starts {
 		for cname, change := range changes {
 			t.Run(sname+", "+cname, func(t *testing.T) {
-				stored, err := Encode(start)
-				if err != nil {
-					t.Fatal(err)
-				}
-				prev, err := Decode(stored) // its parts as a store holds them
-				if err != nil {
-					t.Fatal(err)
-				}
+				prev := asStored(t, start)
 				n := prev.Clone()
 				change(n)
 				want, wantLayout, err := EncodeLayout(n)
