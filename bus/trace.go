@@ -2,6 +2,8 @@ package bus
 
 import (
 	"context"
+	"net/http"
+	"net/textproto"
 
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel"
@@ -22,13 +24,39 @@ func injectSpan(sc trace.SpanContext, hdr nats.Header) {
 	}
 }
 
+// extractSpan reads the trace context alone: the bus keeps no baggage, so
+// the W3C propagator is asked directly rather than through the global
+// composite, and its headers are looked up by the canonical names Inject
+// wrote, not canonicalized on each read. Every watcher does this for
+// every change it reads.
 func extractSpan(hdr nats.Header) trace.SpanContext {
 	if len(hdr) == 0 {
 		return trace.SpanContext{}
 	}
-	ctx := otel.GetTextMapPropagator().Extract(context.Background(), propagation.HeaderCarrier(hdr))
+	ctx := propagation.TraceContext{}.Extract(context.Background(), traceHeaders(hdr))
 	return trace.SpanContextFromContext(ctx)
 }
+
+// traceHeaders is a message's headers as the propagator's carrier.
+type traceHeaders nats.Header
+
+func (h traceHeaders) Get(key string) string {
+	switch key {
+	case "traceparent":
+		key = "Traceparent"
+	case "tracestate":
+		key = "Tracestate"
+	default:
+		key = textproto.CanonicalMIMEHeaderKey(key)
+	}
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+func (h traceHeaders) Set(key, value string) { http.Header(h).Set(key, value) }
+func (h traceHeaders) Keys() []string        { return propagation.HeaderCarrier(h).Keys() }
 
 // WithSpan returns ctx continuing the trace of sc, when there is one.
 func WithSpan(ctx context.Context, sc trace.SpanContext) context.Context {

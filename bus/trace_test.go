@@ -1,0 +1,57 @@
+package bus
+
+import (
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// A trace context written by the global propagator reads back whole,
+// tracestate included, and headers without one read as none.
+func TestTraceHeadersRoundTrip(t *testing.T) {
+	prev := otel.GetTextMapPropagator()
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	t.Cleanup(func() { otel.SetTextMapPropagator(prev) })
+
+	ts, err := trace.ParseTraceState("vendor=value,other=x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID:    trace.TraceID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16},
+		SpanID:     trace.SpanID{1, 2, 3, 4, 5, 6, 7, 8},
+		TraceFlags: trace.FlagsSampled,
+		TraceState: ts,
+		Remote:     true,
+	})
+	hdr := nats.Header{}
+	injectSpan(want, hdr)
+	if got := extractSpan(hdr); !got.Equal(want) {
+		t.Fatalf("extracted %+v, want %+v (headers %v)", got, want, hdr)
+	}
+
+	for name, hdr := range map[string]nats.Header{
+		"none":        nil,
+		"others only": {"Hs-Write": []string{"x"}},
+		"malformed":   {"Traceparent": []string{"00-zz-01"}},
+	} {
+		if got := extractSpan(hdr); got.IsValid() {
+			t.Errorf("%s: extracted %+v from %v, want none", name, got, hdr)
+		}
+	}
+}
+
+func TestTraceHeadersAsCarrier(t *testing.T) {
+	h := traceHeaders(nats.Header{})
+	h.Set("traceparent", "a")
+	h.Set("X-Other", "b")
+	if h.Get("traceparent") != "a" || h.Get("x-other") != "b" || h.Get("tracestate") != "" {
+		t.Fatalf("carrier reads %v wrongly", h)
+	}
+	if len(h.Keys()) != 2 {
+		t.Fatalf("keys %v", h.Keys())
+	}
+}
