@@ -496,21 +496,29 @@ func watchPods(ctx context.Context, conn *bus.Conn) (*podWatch, error) {
 			if ev.Raw == nil || ev.Type == bus.Deleted {
 				continue
 			}
-			p, err := readProgress(ev.Raw, ev.Layout)
-			if err != nil {
-				continue
-			}
 			now := time.Now()
 			key := ev.Key
+			// This goroutine alone writes the maps, so it reads them
+			// unlocked: a pod seen Running needs no more reading, one
+			// seen bound no spec.
+			_, bound := w.bound[key]
+			_, running := w.running[key]
+			var p podProgress
+			if !running {
+				var err error
+				if p, err = readProgress(ev.Raw, ev.Layout, bound); err != nil {
+					continue
+				}
+			}
 			w.mu.Lock()
 			w.lags = append(w.lags, now.Sub(ev.Time))
 			if _, ok := w.created[key]; !ok {
 				w.created[key] = now
 			}
-			if _, ok := w.bound[key]; !ok && p.Spec.NodeName != "" {
+			if !bound && p.Spec.NodeName != "" {
 				w.bound[key] = now
 			}
-			if _, ok := w.running[key]; !ok && p.runningReady() {
+			if !running && p.runningReady() {
 				w.running[key] = now
 				w.last = now
 			}

@@ -31,15 +31,20 @@ type podProgress struct {
 
 // readProgress reads a pod's progress from its stored JSON: its spec and
 // status alone when its layout fits (the metadata, half of a pod, left
-// unread), else the whole. Names are not checked for duplicates: the
-// store holds what the API validated.
-func readProgress(raw []byte, l object.Layout) (podProgress, error) {
+// unread), else the whole. With bound, the pod is known bound and its
+// spec is not read. Names are not checked for duplicates: the store
+// holds what the API validated.
+func readProgress(raw []byte, l object.Layout, bound bool) (podProgress, error) {
 	var p podProgress
 	spec, status, ok := l.Parts(raw)
 	if !ok {
-		return p, json.Unmarshal(raw, &p, jsontext.AllowDuplicateNames(true))
+		err := json.Unmarshal(raw, &p, jsontext.AllowDuplicateNames(true))
+		if bound {
+			p.Spec.NodeName = ""
+		}
+		return p, err
 	}
-	if spec != nil {
+	if spec != nil && !bound {
 		if err := json.Unmarshal(spec, &p.Spec, jsontext.AllowDuplicateNames(true)); err != nil {
 			return p, err
 		}

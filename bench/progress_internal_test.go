@@ -49,22 +49,29 @@ func TestReadProgress(t *testing.T) {
 			if l == (object.Layout{}) {
 				t.Fatal("no layout")
 			}
-			// Read by its layout, and whole (as a value written without one).
+			// Read by its layout, and whole (as a value written without
+			// one); a pod known bound has its spec unread.
 			for _, l := range []object.Layout{l, {}} {
-				p, err := readProgress(raw, l)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if (p.Spec.NodeName != "") != tc.bound || p.Spec.NodeName != kinds.BoundNode(o) {
-					t.Fatalf("layout %v: read node %q, want the node %q", l, p.Spec.NodeName, kinds.BoundNode(o))
-				}
-				if p.runningReady() != tc.ready {
-					t.Fatalf("layout %v: running and ready: %v, want %v", l, p.runningReady(), tc.ready)
+				for _, known := range []bool{false, true} {
+					p, err := readProgress(raw, l, known)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want := kinds.BoundNode(o)
+					if known {
+						want = ""
+					}
+					if p.Spec.NodeName != want {
+						t.Fatalf("layout %v, known bound %v: read node %q, want %q", l, known, p.Spec.NodeName, want)
+					}
+					if p.runningReady() != tc.ready {
+						t.Fatalf("layout %v: running and ready: %v, want %v", l, p.runningReady(), tc.ready)
+					}
 				}
 			}
 		})
 	}
-	if _, err := readProgress([]byte(`{"metadata":`), object.Layout{}); err == nil {
+	if _, err := readProgress([]byte(`{"metadata":`), object.Layout{}, false); err == nil {
 		t.Fatal("a cut value was read")
 	}
 }
