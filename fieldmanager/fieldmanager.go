@@ -60,14 +60,42 @@ func New(docs *openapi.Cache) *Managers {
 // made).
 var ErrUntyped = errors.New("fieldmanager: no type for the kind")
 
+// Warm makes the types of the documents as they are now, which the first
+// write would make otherwise (the documents and their type converter, in
+// the tens of milliseconds): a server calls it as it starts, so that its
+// first write does not wait for them.
+func (m *Managers) Warm() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.typesLocked()
+}
+
+// typesLocked makes the types of the documents as they are now, when
+// they changed since the last made; m.mu is held.
+func (m *Managers) typesLocked() error {
+	d, err := m.docs.Get()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUntyped, err)
+	}
+	if m.at == d {
+		return nil
+	}
+	tc, err := managedfields.NewTypeConverter(d.Schemas(), false)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUntyped, err)
+	}
+	m.at, m.tc, m.fms, m.places = d, tc, map[managerKey]*managedfields.FieldManager{}, nil
+	// Answers of the field managers of other documents do not hold.
+	m.creates.reset()
+	m.updates.reset()
+	m.stamps.reset()
+	return nil
+}
+
 // forKind returns the field manager of a kind and subresource ("" for
 // the object itself, or "status"), made once per generation of the
 // documents.
 func (m *Managers) forKind(apiVersion, kind, subresource string) (*managedfields.FieldManager, error) {
-	d, err := m.docs.Get()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUntyped, err)
-	}
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUntyped, err)
@@ -75,16 +103,8 @@ func (m *Managers) forKind(apiVersion, kind, subresource string) (*managedfields
 	gvk := gv.WithKind(kind)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.at != d {
-		tc, err := managedfields.NewTypeConverter(d.Schemas(), false)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrUntyped, err)
-		}
-		m.at, m.tc, m.fms, m.places = d, tc, map[managerKey]*managedfields.FieldManager{}, nil
-		// Answers of the field managers of other documents do not hold.
-		m.creates.reset()
-		m.updates.reset()
-		m.stamps.reset()
+	if err := m.typesLocked(); err != nil {
+		return nil, err
 	}
 	key := managerKey{gvk, subresource}
 	if fm, ok := m.fms[key]; ok {

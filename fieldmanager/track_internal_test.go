@@ -163,3 +163,40 @@ func TestStampsOfOneOwnerAndSecondAreShared(t *testing.T) {
 		t.Fatalf("after a reset, stamped %s from the old copy", fresh)
 	}
 }
+
+// TestWarmMakesTheTypesOnce: Warm makes the documents' types, which the
+// writes after it use as they are, and the documents changing makes them
+// again.
+func TestWarmMakesTheTypesOnce(t *testing.T) {
+	reg, err := schemas.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(openapi.NewCache(reg))
+	if m.at != nil {
+		t.Fatal("types made before they were asked for")
+	}
+	if err := m.Warm(); err != nil {
+		t.Fatal(err)
+	}
+	warm, tc := m.at, m.tc
+	if warm == nil || tc == nil {
+		t.Fatal("Warm made no types")
+	}
+	if _, err := m.forKind("v1", "Pod", ""); err != nil {
+		t.Fatal(err)
+	}
+	if m.at != warm || m.tc != tc {
+		t.Fatal("a write after Warm made the types again")
+	}
+	if err := m.Warm(); err != nil || m.tc != tc {
+		t.Fatalf("Warm again made the types again (err %v)", err)
+	}
+	reg.Unregister("example.com", "widgets") // a change of the registry, though it served none
+	if _, err := m.forKind("v1", "Pod", ""); err != nil {
+		t.Fatal(err)
+	}
+	if m.at == warm || m.tc == tc {
+		t.Fatal("changed documents kept the types of the old")
+	}
+}

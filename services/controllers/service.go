@@ -228,7 +228,13 @@ func adoptOrphans(ctrl *reconcile.Controller, owners *reconcile.Informer, bucket
 // Run runs the controllers until ctx ends; stopping by ctx is not an
 // error, whatever it interrupts.
 func (s *Service) Run(ctx context.Context) error {
-	ctx = bus.WithWriter(ctx, bus.Writer{Manager: FieldManager, Fields: fieldmanager.New(openapi.NewCache(s.reg))})
+	fields := fieldmanager.New(openapi.NewCache(s.reg))
+	// Made now, the types are not made by the first write, which would
+	// wait tens of milliseconds for them.
+	if err := fields.Warm(); err != nil {
+		s.log.Warn("the field managers' types could not be made; each write tries again", "err", err)
+	}
+	ctx = bus.WithWriter(ctx, bus.Writer{Manager: FieldManager, Fields: fields})
 	err := s.run(ctx)
 	if ctx.Err() != nil {
 		return nil
