@@ -2,11 +2,9 @@ package bus
 
 import (
 	"context"
-	"net/http"
 	"net/textproto"
 
 	"github.com/nats-io/nats.go"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -14,8 +12,11 @@ import (
 // Every write carries its writer's W3C trace context as message headers;
 // above the bus it is a trace.SpanContext.
 
+// injectTrace writes ctx's trace context into hdr, by the W3C propagator
+// alone: what extractSpan reads back (a context's baggage, which the
+// global propagator would add, no reader takes from a change).
 func injectTrace(ctx context.Context, hdr nats.Header) {
-	otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(hdr))
+	propagation.TraceContext{}.Inject(ctx, traceHeaders(hdr))
 }
 
 func injectSpan(sc trace.SpanContext, hdr nats.Header) {
@@ -41,22 +42,26 @@ func extractSpan(hdr nats.Header) trace.SpanContext {
 type traceHeaders nats.Header
 
 func (h traceHeaders) Get(key string) string {
-	switch key {
-	case "traceparent":
-		key = "Traceparent"
-	case "tracestate":
-		key = "Tracestate"
-	default:
-		key = textproto.CanonicalMIMEHeaderKey(key)
-	}
-	if v := h[key]; len(v) > 0 {
+	if v := h[canonicalTraceKey(key)]; len(v) > 0 {
 		return v[0]
 	}
 	return ""
 }
 
-func (h traceHeaders) Set(key, value string) { http.Header(h).Set(key, value) }
-func (h traceHeaders) Keys() []string        { return propagation.HeaderCarrier(h).Keys() }
+func (h traceHeaders) Set(key, value string) { h[canonicalTraceKey(key)] = []string{value} }
+
+// canonicalTraceKey is http.Header's form of key, without working it out
+// for the two names the propagator asks for on every change.
+func canonicalTraceKey(key string) string {
+	switch key {
+	case "traceparent":
+		return "Traceparent"
+	case "tracestate":
+		return "Tracestate"
+	}
+	return textproto.CanonicalMIMEHeaderKey(key)
+}
+func (h traceHeaders) Keys() []string { return propagation.HeaderCarrier(h).Keys() }
 
 // WithSpan returns ctx continuing the trace of sc, when there is one.
 func WithSpan(ctx context.Context, sc trace.SpanContext) context.Context {
