@@ -39,6 +39,10 @@ times, and the medians with their least and greatest close it.`,
 			if err != nil {
 				return err
 			}
+			// The bench's watch of every pod shares the cores it measures:
+			// its collector is paced as a server role's, not run tens of
+			// times a second (a tenth of the bench's CPU).
+			defer pace(cmd.Context(), rolePace)()
 			out := cmd.OutOrStdout()
 			progress := func(f string, a ...any) { fmt.Fprintf(os.Stderr, "  "+f+"\n", a...) }
 			fmt.Fprintf(out, "machine: %d cores, %s/%s, %s\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
