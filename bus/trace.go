@@ -50,6 +50,8 @@ func (h traceHeaders) Get(key string) string {
 
 func (h traceHeaders) Set(key, value string) { h[canonicalTraceKey(key)] = []string{value} }
 
+func (h traceHeaders) Keys() []string { return propagation.HeaderCarrier(h).Keys() }
+
 // canonicalTraceKey is http.Header's form of key, without working it out
 // for the two names the propagator asks for on every change.
 func canonicalTraceKey(key string) string {
@@ -61,7 +63,6 @@ func canonicalTraceKey(key string) string {
 	}
 	return textproto.CanonicalMIMEHeaderKey(key)
 }
-func (h traceHeaders) Keys() []string { return propagation.HeaderCarrier(h).Keys() }
 
 // WithSpan returns ctx continuing the trace of sc, when there is one.
 func WithSpan(ctx context.Context, sc trace.SpanContext) context.Context {

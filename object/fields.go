@@ -43,9 +43,12 @@ func Decode(data []byte) (*Object, error) {
 
 // Encode writes an object as JSON, its Fields among the envelope's members.
 func Encode(o *Object) ([]byte, error) {
+	if len(o.Fields) == 0 {
+		return encodeParts(o, false, false, false)
+	}
 	b, err := json.Marshal((*envelope)(o))
-	if err != nil || len(o.Fields) == 0 {
-		return b, err
+	if err != nil {
+		return nil, err
 	}
 	keys := make([]string, 0, len(o.Fields))
 	for k := range o.Fields {

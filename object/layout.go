@@ -58,32 +58,40 @@ func EncodeLayoutOver(o, prev *Object) ([]byte, Layout, error) {
 	if !keepFields && !keepSpec && !keepStatus {
 		return EncodeLayout(o)
 	}
-	head := *o
-	head.Metadata.ManagedFields, head.Spec, head.Status = nil, nil, nil
-	h, err := json.Marshal((*envelope)(&head))
+	b, err := encodeParts(o, keepFields, keepSpec, keepStatus)
 	if err != nil {
 		return nil, Layout{}, err
 	}
+	return b, layoutOf(b, o), nil
+}
+
+// encodeParts encodes o, an object without members of its own (Fields),
+// from its head and its parts, each written as it is when kept, else as
+// Encode's encoder writes a raw value.
+func encodeParts(o *Object, keepFields, keepSpec, keepStatus bool) ([]byte, error) {
+	// Room for the head and the parts as they are, so that the encoding
+	// grows once, not with each part.
+	b := make([]byte, 0, headSize(o)+len(managedFieldsName)+len(o.Metadata.ManagedFields)+
+		len(specName)+len(o.Spec)+len(statusName)+len(o.Status))
+	b, err := appendEncodedHead(b, o)
+	if err != nil {
+		return nil, err
+	}
 	// {"apiVersion":…,"kind":…,"metadata":{"name":…}}, its last two
 	// braces put back after the parts that go inside each: the metadata
-	// always has a member (its name) before the managed fields. Room for
-	// the parts as they are, so that the encoding grows once, not with
-	// each part.
-	b := make([]byte, 0, len(h)+len(managedFieldsName)+len(o.Metadata.ManagedFields)+
-		len(specName)+len(o.Spec)+len(statusName)+len(o.Status))
-	b = append(b, h[:len(h)-2]...)
+	// always has a member (its name) before the managed fields.
+	b = b[:len(b)-2]
 	if b, err = appendPart(b, managedFieldsName, o.Metadata.ManagedFields, keepFields); err != nil {
-		return nil, Layout{}, err
+		return nil, err
 	}
 	b = append(b, '}')
 	if b, err = appendPart(b, specName, o.Spec, keepSpec); err != nil {
-		return nil, Layout{}, err
+		return nil, err
 	}
 	if b, err = appendPart(b, statusName, o.Status, keepStatus); err != nil {
-		return nil, Layout{}, err
+		return nil, err
 	}
-	b = append(b, '}')
-	return b, layoutOf(b, o), nil
+	return append(b, '}'), nil
 }
 
 // appendPart appends the member name: raw (none when raw is empty, as
