@@ -165,8 +165,12 @@ func DecodeLayout(data []byte, l Layout) (*Object, error) {
 	// of its bytes.
 	buf := heads.Get().(*[]byte)
 	b := append(append((*buf)[:0], data[:l.Head]...), '}', '}')
-	var o *decoding
-	err := unmarshal(b, &o)
+	o, ok := parseHead(b)
+	var err error
+	if !ok {
+		o = nil
+		err = unmarshal(b, &o)
+	}
 	*buf = b
 	heads.Put(buf)
 	if err != nil || o == nil || o.Spec != nil || o.Status != nil || o.Fields != nil {
