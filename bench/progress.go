@@ -32,7 +32,7 @@ type podProgress struct {
 // readProgress reads a pod's progress from its stored JSON: its spec and
 // status alone when its layout fits (the metadata, half of a pod, left
 // unread), else the whole. With bound, the pod is known bound and its
-// spec is not read. Names are not checked for duplicates: the store
+// spec is not read where the layout allows (nor its node reported). Names are not checked for duplicates: the store
 // holds what the API validated.
 func readProgress(raw []byte, l object.Layout, bound bool) (podProgress, error) {
 	var p podProgress

@@ -29,7 +29,8 @@ func injectSpan(sc trace.SpanContext, hdr nats.Header) {
 // the W3C propagator is asked directly rather than through the global
 // composite, and its headers are looked up by the canonical names Inject
 // wrote, not canonicalized on each read. Every watcher does this for
-// every change it reads.
+// every change it reads, in a process that set no global propagator too
+// (the global one was a no-op there).
 func extractSpan(hdr nats.Header) trace.SpanContext {
 	if len(hdr) == 0 {
 		return trace.SpanContext{}

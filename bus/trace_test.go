@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -32,6 +33,20 @@ func TestTraceHeadersRoundTrip(t *testing.T) {
 	}
 	if len(hdr) != 2 || hdr.Get("Traceparent") == "" || hdr.Get("Tracestate") == "" {
 		t.Fatalf("headers %v, want Traceparent and Tracestate", hdr)
+	}
+	// A context's baggage is not written: no reader takes it.
+	member, err := baggage.NewMember("tenant", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bag, err := baggage.New(member)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withBag := nats.Header{}
+	injectTrace(baggage.ContextWithBaggage(trace.ContextWithRemoteSpanContext(context.Background(), want), bag), withBag)
+	if len(withBag) != 2 || withBag.Get("Traceparent") == "" {
+		t.Fatalf("headers %v, want the trace context alone", withBag)
 	}
 	// As another writer's client would send them.
 	std := http.Header{}

@@ -62,8 +62,9 @@ var ErrUntyped = errors.New("fieldmanager: no type for the kind")
 
 // Warm makes the types of the documents as they are now, which the first
 // write would make otherwise (the documents and their type converter, in
-// the tens of milliseconds): a server calls it as it starts, so that its
-// first write does not wait for them.
+// the tens of milliseconds): the controllers call it as they start, so
+// that their first write does not wait for them. (The API's first write
+// still makes them: its tests start servers by the hundred.)
 func (m *Managers) Warm() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

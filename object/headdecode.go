@@ -22,16 +22,12 @@ func parseHead(b []byte) (*decoding, bool) {
 	ok := p.lit(`{"apiVersion":`) && p.common(&o.APIVersion) && p.lit(`,"kind":`) && p.common(&o.Kind) &&
 		p.lit(`,"metadata":{"name":`) && p.str(&m.Name)
 	for next := 0; ok && p.more(); {
-		var name string
-		if name, ok = p.member(); !ok {
-			break
-		}
-		at := metaOrder(name)
+		at := p.member()
 		if at < next { // out of order, or twice, or unknown
 			return nil, false
 		}
 		next = at + 1
-		ok = p.metaMember(m, name)
+		ok = p.metaMember(m, at)
 	}
 	if !ok || !p.lit("}}") || p.i != len(b) {
 		return nil, false
@@ -39,15 +35,49 @@ func parseHead(b []byte) (*decoding, bool) {
 	return o, true
 }
 
-// metaMembers are the members after the name, in the encoder's order.
-var metaMembers = []string{"generateName", "namespace", "uid", "generation", "resourceVersion", "creationTimestamp",
-	"deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations", "ownerReferences", "finalizers"}
+// The members after the name, in the encoder's order.
+const (
+	mGenerateName = iota
+	mNamespace
+	mUID
+	mGeneration
+	mResourceVersion
+	mCreationTimestamp
+	mDeletionTimestamp
+	mDeletionGracePeriodSeconds
+	mLabels
+	mAnnotations
+	mOwnerReferences
+	mFinalizers
+)
 
-func metaOrder(name string) int {
-	for i, n := range metaMembers {
-		if n == name {
-			return i
-		}
+// metaMember is the place of a member after the name, -1 for another.
+func metaMember(name []byte) int {
+	switch string(name) {
+	case "generateName":
+		return mGenerateName
+	case "namespace":
+		return mNamespace
+	case "uid":
+		return mUID
+	case "generation":
+		return mGeneration
+	case "resourceVersion":
+		return mResourceVersion
+	case "creationTimestamp":
+		return mCreationTimestamp
+	case "deletionTimestamp":
+		return mDeletionTimestamp
+	case "deletionGracePeriodSeconds":
+		return mDeletionGracePeriodSeconds
+	case "labels":
+		return mLabels
+	case "annotations":
+		return mAnnotations
+	case "ownerReferences":
+		return mOwnerReferences
+	case "finalizers":
+		return mFinalizers
 	}
 	return -1
 }
@@ -57,37 +87,38 @@ type headParser struct {
 	i int
 }
 
-func (p *headParser) metaMember(m *Meta, name string) bool {
-	switch name {
-	case "generateName":
+// metaMember reads the value of the member at its place.
+func (p *headParser) metaMember(m *Meta, at int) bool {
+	switch at {
+	case mGenerateName:
 		return p.str(&m.GenerateName)
-	case "namespace":
+	case mNamespace:
 		return p.common(&m.Namespace)
-	case "uid":
+	case mUID:
 		return p.str(&m.UID)
-	case "generation":
-		return p.int(&m.Generation)
-	case "resourceVersion":
+	case mGeneration:
+		return p.integer(&m.Generation)
+	case mResourceVersion:
 		return p.str(&m.ResourceVersion)
-	case "creationTimestamp":
-		return p.time(&m.CreationTimestamp)
-	case "deletionTimestamp":
+	case mCreationTimestamp:
+		return p.timestamp(&m.CreationTimestamp)
+	case mDeletionTimestamp:
 		m.DeletionTimestamp = new(time.Time)
-		return p.time(m.DeletionTimestamp)
-	case "deletionGracePeriodSeconds":
+		return p.timestamp(m.DeletionTimestamp)
+	case mDeletionGracePeriodSeconds:
 		m.DeletionGracePeriodSeconds = new(int64)
-		return p.int(m.DeletionGracePeriodSeconds)
-	case "labels":
+		return p.integer(m.DeletionGracePeriodSeconds)
+	case mLabels:
 		return p.strMap(&m.Labels)
-	case "annotations":
+	case mAnnotations:
 		return p.strMap(&m.Annotations)
-	case "ownerReferences":
+	case mOwnerReferences:
 		m.OwnerReferences = []OwnerReference{}
 		return p.list(func() bool {
 			m.OwnerReferences = append(m.OwnerReferences, OwnerReference{})
 			return p.ownerRef(&m.OwnerReferences[len(m.OwnerReferences)-1])
 		})
-	case "finalizers":
+	case mFinalizers:
 		m.Finalizers = []string{}
 		return p.list(func() bool {
 			var f string
@@ -111,16 +142,17 @@ func (p *headParser) lit(s string) bool {
 	return true
 }
 
-// member reads ,"name": and returns the name.
-func (p *headParser) member() (string, bool) {
+// member reads ,"name": and returns the member's place (metaMember),
+// -1 for another or for what is no member.
+func (p *headParser) member() int {
 	if !p.lit(",") {
-		return "", false
+		return -1
 	}
 	start, end, ok := p.quoted()
 	if !ok || !p.lit(":") {
-		return "", false
+		return -1
 	}
-	return string(p.b[start:end]), true
+	return metaMember(p.b[start:end])
 }
 
 // quoted reads a string with no byte to unescape or that the encoder
@@ -153,8 +185,10 @@ func (p *headParser) str(s *string) bool {
 }
 
 // common reads a string that many objects hold alike (a kind, a
-// namespace), as the one copy kept of it (unique.Make copies a string it
-// keeps, so the one made over the buffer's bytes is never kept).
+// namespace) as the copy unique keeps of it, which the objects decoded
+// between two collections share, as the decoder's own cache of strings
+// shares them (unique.Make copies a string it keeps, so the one made over
+// the buffer's bytes is never kept).
 func (p *headParser) common(s *string) bool {
 	start, end, ok := p.quoted()
 	if ok && end > start {
@@ -163,9 +197,9 @@ func (p *headParser) common(s *string) bool {
 	return ok
 }
 
-// int reads an integer as JSON writes one: no leading zero, no fraction
+// integer reads an integer as JSON writes one: no leading zero, no fraction
 // or exponent, within int64.
-func (p *headParser) int(n *int64) bool {
+func (p *headParser) integer(n *int64) bool {
 	start := p.i
 	if p.i < len(p.b) && p.b[p.i] == '-' {
 		p.i++
@@ -182,8 +216,8 @@ func (p *headParser) int(n *int64) bool {
 	return err == nil
 }
 
-// time reads a time as time.Time's UnmarshalJSON reads it.
-func (p *headParser) time(t *time.Time) bool {
+// timestamp reads a time as time.Time's UnmarshalJSON reads it.
+func (p *headParser) timestamp(t *time.Time) bool {
 	start := p.i
 	if _, _, ok := p.quoted(); !ok {
 		return false
@@ -244,16 +278,16 @@ func (p *headParser) ownerRef(r *OwnerReference) bool {
 		p.lit(`,"name":`) && p.str(&r.Name) && p.lit(`,"uid":`) && p.str(&r.UID)) {
 		return false
 	}
-	if p.lit(`,"controller":`) && !p.bool(&r.Controller) {
+	if p.lit(`,"controller":`) && !p.boolean(&r.Controller) {
 		return false
 	}
-	if p.lit(`,"blockOwnerDeletion":`) && !p.bool(&r.BlockOwnerDeletion) {
+	if p.lit(`,"blockOwnerDeletion":`) && !p.boolean(&r.BlockOwnerDeletion) {
 		return false
 	}
 	return p.lit("}")
 }
 
-func (p *headParser) bool(v **bool) bool {
+func (p *headParser) boolean(v **bool) bool {
 	switch {
 	case p.lit("true"):
 		*v = new(true)

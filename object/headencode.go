@@ -14,8 +14,9 @@ import (
 // write of an object does once or twice: by reflection it took about 2 µs
 // of a pod's write. Strings are written by hand only when they need no
 // escaping (printable ASCII but for the quote, the backslash and what v1
-// escapes for HTML); an object with any other, or a time v1 would refuse,
-// goes through the encoder.
+// escapes for HTML), times only when v1 writes them (a four-digit year,
+// a zone within a day of UTC); an object with anything else goes
+// through the encoder.
 func appendEncodedHead(b []byte, o *Object) ([]byte, error) {
 	if out, ok := appendHead(b, o); ok {
 		return out, nil
@@ -78,6 +79,7 @@ func appendHead(b []byte, o *Object) ([]byte, bool) {
 	w.strMap("annotations", m.Annotations)
 	if len(m.OwnerReferences) > 0 {
 		w.name("ownerReferences")
+		w.b = append(w.b, '[')
 		for i := range m.OwnerReferences {
 			if i > 0 {
 				w.b = append(w.b, ',')
@@ -90,6 +92,7 @@ func appendHead(b []byte, o *Object) ([]byte, bool) {
 	}
 	if len(m.Finalizers) > 0 {
 		w.name("finalizers")
+		w.b = append(w.b, '[')
 		for i, f := range m.Finalizers {
 			if i > 0 {
 				w.b = append(w.b, ',')
@@ -110,7 +113,7 @@ type headWriter struct {
 	ok    bool
 }
 
-// name appends a member's name, and the bracket of a list.
+// name appends a member's name.
 func (w *headWriter) name(n string) {
 	if !w.first {
 		w.b = append(w.b, ',')
@@ -119,10 +122,6 @@ func (w *headWriter) name(n string) {
 	w.b = append(w.b, '"')
 	w.b = append(w.b, n...)
 	w.b = append(w.b, `":`...)
-	switch n {
-	case "ownerReferences", "finalizers":
-		w.b = append(w.b, '[')
-	}
 }
 
 // str appends a string member; an empty one only when always is set (no
@@ -147,10 +146,11 @@ func (w *headWriter) quote(s string) {
 	w.b = append(w.b, '"')
 }
 
-// escaped are the bytes v1 writes otherwise in a string: control
-// characters, the quote and the backslash, what it escapes for HTML, and
-// every byte of a character beyond ASCII (U+2028 and U+2029 escaped,
-// invalid UTF-8 replaced), which the encoder is left to write.
+// escaped are the bytes a string is left to the library for: those v1
+// writes otherwise (control characters, the quote and the backslash,
+// what it escapes for HTML) and every byte beyond printable ASCII (DEL,
+// which v1 writes as it is, and any of a character beyond ASCII, where
+// U+2028 and U+2029 are escaped and invalid UTF-8 replaced).
 var escaped = func() (e [256]bool) {
 	for c := range 256 {
 		e[c] = c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&'
@@ -158,10 +158,11 @@ var escaped = func() (e [256]bool) {
 	return e
 }()
 
-// time appends a time as time.Time's MarshalJSON writes it, which refuses
-// years beyond four digits.
+// time appends a time as the v1 encoder writes it, which refuses a year
+// beyond four digits and a zone a day or more from UTC.
 func (w *headWriter) time(n string, t time.Time) {
-	if y := t.Year(); y < 0 || y > 9999 {
+	_, offset := t.Zone()
+	if y := t.Year(); y < 0 || y > 9999 || offset <= -24*3600 || offset >= 24*3600 {
 		w.ok = false
 		return
 	}

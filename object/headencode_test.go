@@ -45,9 +45,15 @@ var (
 	testStrings = []string{"", "a", "web-7d4b9c8f6d-x2k9q", "example.com/owner", "with space", "0", "a~b_c.d",
 		`quote"d`, `back\slash`, "a&b", "x>y", "p<q", "tab\there", "ünï", "\u2028", "line\nbreak", "\x7f", string([]byte{0xff, 'a'})}
 	testTimes = []time.Time{{}, time.Date(2026, 11, 30, 6, 44, 8, 0, time.UTC), time.Date(2026, 11, 30, 6, 44, 8, 120_000_000, time.UTC),
-		time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("", 2*3600))}
-	refusedTimes = []time.Time{time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC)}
-	testParts    = []stdjson.RawMessage{nil, stdjson.RawMessage(`{"a":1}`), stdjson.RawMessage(`{ "b" : [1, 2],"c":"<x>" }`),
+		time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("", 2*3600)), time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("", -(5*3600+30*60))),
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
+		time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("", 24*3600-60)), time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("", -(24*3600-60)))}
+	// Years beyond four digits, in their own zone if not in UTC, and zones
+	// a day or more from UTC.
+	refusedTimes = []time.Time{time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(9999, 12, 31, 23, 0, 0, 0, time.UTC).In(time.FixedZone("", 2*3600)),
+		time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("", 24*3600)), time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("", -24*3600))}
+	testParts = []stdjson.RawMessage{nil, stdjson.RawMessage(`{"a":1}`), stdjson.RawMessage(`{ "b" : [1, 2],"c":"<x>" }`),
 		stdjson.RawMessage(`null`), stdjson.RawMessage(`{"d":"\u00e9\u2028"}`), stdjson.RawMessage(`{"e":`)}
 )
 

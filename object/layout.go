@@ -168,7 +168,6 @@ func DecodeLayout(data []byte, l Layout) (*Object, error) {
 	o, ok := parseHead(b)
 	var err error
 	if !ok {
-		o = nil
 		err = unmarshal(b, &o)
 	}
 	*buf = b

@@ -41,7 +41,8 @@ times, and the medians with their least and greatest close it.`,
 			}
 			// The bench's watch of every pod shares the cores it measures:
 			// its collector is paced as a server role's, not run tens of
-			// times a second (a tenth of the bench's CPU).
+			// times a second (a tenth of the bench's CPU). Its own peak
+			// memory, which it reports, rises by as much.
 			defer pace(cmd.Context(), rolePace)()
 			out := cmd.OutOrStdout()
 			progress := func(f string, a ...any) { fmt.Fprintf(os.Stderr, "  "+f+"\n", a...) }
